@@ -1,0 +1,3 @@
+from scv.cli import main
+
+main()

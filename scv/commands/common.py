@@ -1,0 +1,29 @@
+"""What several commands share: the workspace option and loading the session context."""
+
+from pathlib import Path
+
+import click
+
+from scv.config import load_config
+from scv.errors import UsageError
+from scv.tools.base import ToolContext
+
+
+def resolve_workspace(value: str | None) -> Path:
+    path = Path(value or ".")
+    try:
+        resolved = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise UsageError(f"workspace {str(path)!r} does not exist; pass an existing directory to -C") from None
+    if not resolved.is_dir():
+        raise UsageError(f"workspace {str(path)!r} is not a directory; pass a directory to -C")
+    return resolved
+
+
+def load_context(workspace: str | None) -> ToolContext:
+    root = resolve_workspace(workspace)
+    return ToolContext(workspace=root, config=load_config(root))
+
+
+workspace_option = click.option("-C", "--workspace", "workspace", metavar="DIR", default=None,
+                                help="The workspace (default: the current directory).")

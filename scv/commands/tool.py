@@ -1,0 +1,65 @@
+"""`scv tool NAME [ARGS_JSON]` and `scv tools`: any tool through the whole SCV path."""
+
+import sys
+
+import click
+import msgspec
+
+from scv.approval import choose_approver
+from scv.calls import ToolRunner
+from scv.commands.common import load_context, workspace_option
+from scv.errors import RefusedError, ScvError
+from scv.supervisor import Supervisor
+from scv.tools.registry import build_registry
+
+
+def _emit(value: dict) -> None:
+    sys.stdout.buffer.write(msgspec.json.encode(value) + b"\n")
+    sys.stdout.flush()
+
+
+@click.command("tool")
+@click.argument("name")
+@click.argument("args_json", required=False)
+@workspace_option
+@click.option("--auto-approve", is_flag=True, help="Approve every call that the policy would ask about.")
+def tool_command(name: str, args_json: str | None, workspace: str | None, auto_approve: bool) -> None:
+    """Run one tool call and print its result as one JSON object.
+
+    ARGS_JSON is a JSON object of the tool's arguments; without it they are read from stdin.
+    Exit status: 0 the tool succeeded, 1 it ran and failed (the result has an "error"),
+    2 the call was refused before anything ran.
+    """
+    stdin_is_terminal = sys.stdin.isatty()
+    if args_json is None:
+        args_json = "{}" if stdin_is_terminal else sys.stdin.read()
+        stdin_is_terminal = False
+    try:
+        ctx = load_context(workspace)
+        registry = build_registry(ctx)
+        spec = registry.get(name)
+        supervisor = Supervisor(preload=[spec.executor.partition(":")[0]])
+        with supervisor:
+            runner = ToolRunner(supervisor, registry, ctx, choose_approver(auto_approve, stdin_is_terminal))
+            result = runner.call(name, args_json)
+    except ScvError as err:
+        _emit({"error": str(err)})
+        click.echo(f"scv: {err}", err=True)
+        sys.exit(2 if isinstance(err, RefusedError) else err.exit_code)
+    _emit(result.value)
+    sys.exit(0 if result.ok else 1)
+
+
+@click.command("tools")
+@workspace_option
+@click.option("--json", "as_json", is_flag=True, help="Print the tools as JSON, with their schemas.")
+def tools_command(workspace: str | None, as_json: bool) -> None:
+    """List the tools with their risk (and, with --json, their JSON Schema)."""
+    ctx = load_context(workspace)
+    described = [spec.describe(ctx) for spec in build_registry(ctx)]
+    if as_json:
+        _emit({"tools": described})
+        return
+    width = max(len(tool["name"]) for tool in described)
+    for tool in described:
+        click.echo(f"{tool['name']:<{width}}  {tool['risk']:<10}  {tool['description'].split('. ')[0]}")

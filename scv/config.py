@@ -1,0 +1,122 @@
+"""Configuration: `$SCV_HOME/config.toml` (the user's) and `<workspace>/.scv/config.toml`
+(the project's), decoded into typed Structs. An unknown key or a wrong type is an error that
+names the file and the key. A project file may only set the keys in PROJECT_KEYS: it comes
+with the repository, so it must not loosen approvals, pick providers or agents, or open the
+network.
+"""
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+from scv.errors import ConfigError
+
+PositiveInt = Annotated[int, Meta(ge=1)]
+
+
+class ToolsConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    approval_policy: Literal["on-risk", "never"] = "on-risk"
+    output_limit_bytes: Annotated[int, Meta(ge=1024, le=16 * 1024 * 1024)] = 65536
+    command_timeout_seconds: PositiveInt = 600
+    agent_timeout_seconds: PositiveInt = 3600
+    max_timeout_seconds: PositiveInt = 14400
+    worker_memory_mb: Annotated[int, Meta(ge=64)] = 2048
+
+
+class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    tools: ToolsConfig = msgspec.field(default_factory=ToolsConfig)
+
+
+# Keys a project's .scv/config.toml may set; everything else is the user's alone.
+PROJECT_KEYS = {
+    ("tools", "output_limit_bytes"),
+    ("tools", "command_timeout_seconds"),
+    ("tools", "agent_timeout_seconds"),
+    ("tools", "approval_policy"),   # only to tighten it: checked below
+}
+
+
+def scv_home() -> Path:
+    value = os.environ.get("SCV_HOME")
+    return Path(value) if value else Path.home() / ".scv"
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML ({exc}); fix the file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path} cannot be read ({exc.strerror}); check its permissions") from None
+
+
+_AT = re.compile(r" - at `\$\.?(?P<at>[^`]*)`$")
+_UNKNOWN = re.compile(r"^Object contains unknown field `(?P<field>[^`]+)`")
+
+
+def _explain(exc: msgspec.ValidationError, path: Path) -> ConfigError:
+    text = str(exc)
+    at_match = _AT.search(text)
+    at = at_match.group("at") if at_match else ""
+    message = text[: at_match.start()] if at_match else text
+    unknown = _UNKNOWN.match(message)
+    if unknown:
+        key = ".".join(filter(None, [at, unknown.group("field")]))
+        return ConfigError(f"{path}: unknown key {key}; remove it or check its spelling")
+    return ConfigError(f"{path}: key {at or '(top level)'}: {message[0].lower() + message[1:]}; fix the value")
+
+
+def _check_project_keys(data: dict[str, Any], path: Path) -> None:
+    for section, table in data.items():
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: {section} may not be set by a project config; move it to the user's config.toml")
+        for key, value in table.items():
+            if (section, key) not in PROJECT_KEYS:
+                raise ConfigError(f"{path}: {section}.{key} may not be set by a project config; "
+                                  "move it to the user's config.toml")
+            if (section, key) == ("tools", "approval_policy") and value != "never":
+                raise ConfigError(f"{path}: a project config may only tighten tools.approval_policy to \"never\"")
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_config(workspace: Path | None, home: Path | None = None) -> Config:
+    """Reads the user's file, then the project's over it; each is validated on its own first."""
+    user_path = (home or scv_home()) / "config.toml"
+    user = _read_toml(user_path)
+    try:
+        msgspec.convert(user, Config)
+    except msgspec.ValidationError as exc:
+        raise _explain(exc, user_path) from None
+    merged = user
+    if workspace is not None:
+        project_path = workspace / ".scv" / "config.toml"
+        project = _read_toml(project_path)
+        if project:
+            _check_project_keys(project, project_path)
+            try:
+                msgspec.convert(project, Config)
+            except msgspec.ValidationError as exc:
+                raise _explain(exc, project_path) from None
+            merged = _merge(user, project)
+    config = msgspec.convert(merged, Config)
+    if config.tools.command_timeout_seconds > config.tools.max_timeout_seconds:
+        raise ConfigError(f"tools.command_timeout_seconds ({config.tools.command_timeout_seconds}) is over "
+                          f"tools.max_timeout_seconds ({config.tools.max_timeout_seconds}); lower it")
+    return config

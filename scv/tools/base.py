@@ -1,0 +1,131 @@
+"""The tool extension contract.
+
+A tool is a `ToolSpec`: a unique name, a description, an `Args` msgspec Struct that both
+validates the model's arguments and generates the JSON Schema, a declared risk, an approval
+summary, and the executor (a "module:function" in `workers/`) that runs in the worker.
+`check` holds validation that types cannot express; it runs before approval, so a refused
+call is never put to a person and never forks a worker.
+"""
+
+import abc
+import enum
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import msgspec
+
+from scv.config import Config
+from scv.errors import RefusedError
+
+
+class Risk(str, enum.Enum):
+    READ_ONLY = "read_only"
+    FILESYSTEM = "filesystem"
+    PROCESS = "process"
+    DELEGATE = "delegate"
+    NETWORK = "network"
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a spec may consult on the supervisor side."""
+
+    workspace: Path
+    config: Config
+
+
+_AT = re.compile(r" - at `\$\.?(?P<at>[^`]*)`$")
+
+
+def explain_validation(tool: str, exc: Exception) -> str:
+    text = str(exc)
+    match = _AT.search(text)
+    where = match.group("at") if match else ""
+    message = text[: match.start()] if match else text
+    unknown = re.match(r"Object contains unknown field `([^`]+)`", message)
+    if unknown:
+        return f"{tool} has no argument {unknown.group(1)!r}; remove it (see `scv tools` for the schema)"
+    missing = re.match(r"Object missing required field `([^`]+)`", message)
+    if missing:
+        field = ".".join(filter(None, [where, missing.group(1)]))
+        return f"{tool} needs the argument {field!r}; add it"
+    message = message[0].lower() + message[1:] if message else "invalid"
+    if where:
+        return f"{tool} argument {where!r} is invalid: {message}"
+    return f"{tool} arguments are invalid: {message}"
+
+
+class ToolSpec(abc.ABC):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Args: ClassVar[type[msgspec.Struct]]
+    executor: ClassVar[str]
+    declared_risk: ClassVar[Risk]
+
+    # --- validation ---------------------------------------------------------------------------
+
+    def parse(self, raw: str | bytes | dict[str, Any], ctx: ToolContext) -> msgspec.Struct:
+        """JSON text or an already-decoded object -> Args, then `check`. Raises RefusedError."""
+        try:
+            if isinstance(raw, (str, bytes)):
+                args = msgspec.json.decode(raw or b"{}", type=self.Args)
+            else:
+                args = msgspec.convert(raw, self.Args)
+        except msgspec.ValidationError as exc:
+            raise RefusedError(explain_validation(self.name, exc)) from None
+        except msgspec.DecodeError as exc:
+            raise RefusedError(f"{self.name} arguments are not valid JSON ({exc}); pass one JSON object") from None
+        self.check(args, ctx)
+        return args
+
+    def check(self, args: msgspec.Struct, ctx: ToolContext) -> None:
+        """Checks beyond the types; raise RefusedError with one sentence."""
+
+    # --- what the supervisor needs ------------------------------------------------------------
+
+    def enabled(self, ctx: ToolContext) -> bool:
+        return True
+
+    def risk(self, args: msgspec.Struct, ctx: ToolContext) -> Risk:
+        """This call's risk, decided before approval; a tool may raise it above `declared_risk`."""
+        return self.declared_risk
+
+    @abc.abstractmethod
+    def summary(self, args: msgspec.Struct, ctx: ToolContext) -> str:
+        """One line shown to the person asked to approve the call."""
+
+    def timeout_seconds(self, args: msgspec.Struct, ctx: ToolContext) -> float:
+        return float(ctx.config.tools.command_timeout_seconds)
+
+    def options(self, ctx: ToolContext) -> dict[str, Any]:
+        """Settings from the configuration that the executor needs."""
+        return {}
+
+    def worker_args(self, args: msgspec.Struct, ctx: ToolContext) -> dict[str, Any]:
+        return msgspec.to_builtins(args)
+
+    def schema(self, ctx: ToolContext) -> dict[str, Any]:
+        """The JSON Schema of the arguments, generated from `Args`."""
+        generated = msgspec.json.schema(self.Args)
+        defs = generated.pop("$defs", {})
+        ref = generated.get("$ref", "")
+        body = dict(defs.pop(ref.rsplit("/", 1)[-1], generated))
+        body.pop("title", None)
+        body.pop("description", None)
+        body["additionalProperties"] = False
+        if defs:
+            body["$defs"] = defs
+        return body
+
+    def describe(self, ctx: ToolContext) -> dict[str, Any]:
+        return {"name": self.name, "risk": self.declared_risk.value, "description": self.description,
+                "schema": self.schema(ctx)}
+
+
+def short(text: str, limit: int = 400) -> str:
+    """A bounded, single-line rendering of a value for approval summaries."""
+    flat = json.dumps(text)[1:-1] if ("\n" in text or "\r" in text) else text
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,48 @@
+"""`bash`: one command through `/bin/bash -lc` in the workspace."""
+
+from typing import Annotated
+
+import msgspec
+from msgspec import Meta
+
+from scv.errors import RefusedError
+from scv.tools.base import Risk, ToolContext, ToolSpec, short
+
+
+class BashArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    command: Annotated[str, Meta(min_length=1, description="The command, run by /bin/bash -lc in the workspace.")]
+    timeout_seconds: Annotated[int, Meta(ge=1, description=(
+        "Seconds before the command is killed (default tools.command_timeout_seconds)."))] | None = None
+
+
+class BashTool(ToolSpec):
+    name = "bash"
+    description = ("Run a shell command with /bin/bash -lc in the workspace, stdin empty. Returns exit_code, "
+                   "signal, combined stdout and stderr (bounded: head and tail kept), output_bytes, truncated and "
+                   "timed_out. Processes it leaves running are stopped when it ends. Not sandboxed.")
+    Args = BashArgs
+    executor = "workers.bash:execute"
+    declared_risk = Risk.PROCESS
+
+    def check(self, args: BashArgs, ctx: ToolContext) -> None:
+        if "\x00" in args.command:
+            raise RefusedError("bash command contains a NUL byte; remove it")
+        ceiling = ctx.config.tools.max_timeout_seconds
+        if args.timeout_seconds is not None and args.timeout_seconds > ceiling:
+            raise RefusedError(f"bash timeout_seconds {args.timeout_seconds} is over the ceiling of {ceiling} "
+                               "seconds (tools.max_timeout_seconds); ask for at most that")
+
+    def summary(self, args: BashArgs, ctx: ToolContext) -> str:
+        return f"run `{short(args.command)}` (timeout {int(self.timeout_seconds(args, ctx))} s)"
+
+    def timeout_seconds(self, args: BashArgs, ctx: ToolContext) -> float:
+        return float(args.timeout_seconds or ctx.config.tools.command_timeout_seconds)
+
+    def schema(self, ctx: ToolContext) -> dict:
+        schema = super().schema(ctx)
+        timeout = schema["properties"]["timeout_seconds"]
+        # The ceiling is configuration, so it is set here rather than in the Struct.
+        for option in timeout.get("anyOf", [timeout]):
+            if option.get("type") == "integer":
+                option["maximum"] = ctx.config.tools.max_timeout_seconds
+        return schema

@@ -1,0 +1,33 @@
+"""Executor of `bash`: `/bin/bash -lc COMMAND` in the workspace through the process runner."""
+
+import os
+
+from workers import process_runner
+from workers.output_buffer import HeadTail
+from workers.runtime import ToolFailure, WorkerContext
+
+
+def execute(args: dict, ctx: WorkerContext) -> dict:
+    call = ctx.call
+    spec = process_runner.RunSpec(argv=["/bin/bash", "-lc", args["command"]], cwd=call.workspace,
+                                  env=dict(os.environ), timeout_seconds=call.timeout_seconds, tag=call.handle)
+    output = HeadTail(call.output_limit_bytes)
+    try:
+        outcome = process_runner.run(spec, ctx.token, output.feed)
+    except OSError as err:
+        raise ToolFailure(f"/bin/bash could not be started: {err.strerror}") from None
+    result = {"exit_code": outcome.exit_code, "signal": outcome.signal, "output": output.text(),
+              "output_bytes": output.total, "truncated": output.truncated, "timed_out": outcome.timed_out}
+    if outcome.cancelled:
+        result["cancelled"] = True
+    if outcome.stopped_descendants:
+        result["stopped_descendants"] = outcome.stopped_descendants
+    if outcome.timed_out:
+        raise ToolFailure(f"the command timed out after {call.timeout_seconds:g} s and was killed", **result)
+    if outcome.cancelled:
+        raise ToolFailure("the command was cancelled and its processes stopped", **result)
+    if outcome.signal:
+        raise ToolFailure(f"the command was killed by {outcome.signal}", **result)
+    if outcome.exit_code != 0:
+        raise ToolFailure(f"the command exited with status {outcome.exit_code}", **result)
+    return result

@@ -1,0 +1,58 @@
+"""The worker's cancellation token.
+
+The supervisor cancels a call by sending a `Cancel` frame on the worker's input pipe; a
+SIGTERM to the worker (its fork point going away) counts the same. Executors wait on
+`token.fds()` together with their own descriptors and call `token.check()` when one is ready.
+"""
+
+import os
+import signal
+
+from scv.frames import FrameReader
+from scv.messages import ApprovalAnswer, Cancel, decode_to_worker
+
+
+class CancelToken:
+    def __init__(self, control_fd: int | None):
+        self.control_fd = control_fd
+        self.cancelled = False
+        self.answers: dict[str, bool] = {}
+        self._reader = FrameReader()
+        self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.signal(signal.SIGTERM, self._on_term)
+
+    def _on_term(self, signum, frame):
+        self.cancelled = True
+        try:
+            os.write(self._wake_w, b"t")
+        except OSError:
+            pass
+
+    def fds(self) -> list[int]:
+        return [self._wake_r] + ([self.control_fd] if self.control_fd is not None else [])
+
+    def check(self) -> bool:
+        """Reads whatever is ready on the control pipe; True once the call is cancelled."""
+        try:
+            os.read(self._wake_r, 4096)
+        except BlockingIOError:
+            pass
+        if self.control_fd is not None:
+            try:
+                chunk = os.read(self.control_fd, 65536)
+            except BlockingIOError:
+                chunk = None
+            if chunk == b"":
+                # The supervisor is gone: nobody is waiting for this call any more.
+                self.cancelled = True
+                self.control_fd = None
+            elif chunk:
+                for payload in self._reader.feed(chunk):
+                    match decode_to_worker(payload):
+                        case Cancel():
+                            self.cancelled = True
+                        case ApprovalAnswer(id=answer_id, approved=approved):
+                            self.answers[answer_id] = approved
+                        case _:
+                            pass
+        return self.cancelled
