@@ -53,8 +53,9 @@ class ToolRunner:
                     output_limit_bytes=tools.output_limit_bytes,
                     options={**spec.options(ctx), "memory_mb": tools.worker_memory_mb})
         with self._one_at_a_time:
-            return self.supervisor.run(call, call_id, memory_bytes=tools.worker_memory_mb << 20, cancel=cancel,
-                                       on_progress=on_progress, on_approval=on_approval)
+            result = self.supervisor.run(call, call_id, memory_bytes=tools.worker_memory_mb << 20, cancel=cancel,
+                                         on_progress=on_progress, on_approval=on_approval)
+        return Result(ok=result.ok, value=spec.complete(prepared.args, result.ok, result.value, ctx))
 
     def call(self, name: str, raw: str | bytes | dict[str, Any], **run_options) -> Result:
         prepared = self.prepare(name, raw)

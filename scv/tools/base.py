@@ -11,7 +11,7 @@ import abc
 import enum
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -35,6 +35,10 @@ class ToolContext:
 
     workspace: Path
     config: Config
+    # Per-session state that tools keep between calls (conversations, jobs), by tool name.
+    session_state: dict[str, Any] = field(default_factory=dict)
+    # Delegation depth of this session (0 for a session a person or script started).
+    delegation_depth: int = 0
 
 
 _AT = re.compile(r" - at `\$\.?(?P<at>[^`]*)`$")
@@ -106,6 +110,11 @@ class ToolSpec(abc.ABC):
 
     def worker_args(self, args: msgspec.Struct, ctx: ToolContext) -> dict[str, Any]:
         return msgspec.to_builtins(args)
+
+    def complete(self, args: msgspec.Struct, ok: bool, value: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        """Supervisor-side last word on a result before anyone sees it (for example, to record
+        state a worker reported and strip private fields). Runs for every finished call."""
+        return value
 
     def schema(self, ctx: ToolContext) -> dict[str, Any]:
         """The JSON Schema of the arguments, generated from `Args`."""
