@@ -28,8 +28,32 @@ class ToolsConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     worker_memory_mb: Annotated[int, Meta(ge=64)] = 2048
 
 
+class ProviderSelect(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    active: str | None = None       # a name under [providers]; None: no model endpoint configured
+
+
+class ProviderProfile(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    kind: Literal["openai"] = "openai"      # any OpenAI-compatible endpoint
+    wire_api: Literal["responses", "chat"] = "responses"
+    model: str | None = None
+    base_url: str = "https://api.openai.com/v1"
+    timeout: Annotated[float, Meta(gt=0)] = 600.0
+    headers: dict[str, str] = {}
+    api_key: str | None = None
+    api_key_env: str | None = None
+
+
+class AgentConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """[agent]: the session's own model loop (delegation keys join this table later)."""
+    system_prompt: str | None = None        # None: the built-in prompt (scv/prompt.py)
+    max_turns: Annotated[int, Meta(ge=1, le=10000)] = 50    # model responses within one turn
+
+
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     tools: ToolsConfig = msgspec.field(default_factory=ToolsConfig)
+    provider: ProviderSelect = msgspec.field(default_factory=ProviderSelect)
+    providers: dict[str, ProviderProfile] = {}
+    agent: AgentConfig = msgspec.field(default_factory=AgentConfig)
 
 
 # Keys a project's .scv/config.toml may set; everything else is the user's alone.
