@@ -116,6 +116,11 @@ class ToolSpec(abc.ABC):
         state a worker reported and strip private fields). Runs for every finished call."""
         return value
 
+    def system_prompt_section(self, ctx: ToolContext) -> str | None:
+        """A section this tool adds to the session's system prompt (for example, the agents
+        it offers), or None. Gathered once when a session starts, for the tools it offers."""
+        return None
+
     def schema(self, ctx: ToolContext) -> dict[str, Any]:
         """The JSON Schema of the arguments, generated from `Args`."""
         generated = msgspec.json.schema(self.Args)
