@@ -2,16 +2,20 @@
 
 The supervisor forks it once at start-up, before it has any threads. It imports every
 executor module, freezes the heap, then waits on a SOCK_SEQPACKET socket for `Spawn`
-requests carrying the worker's pipe ends. It reaps its workers and reports each exit status.
-When the supervisor goes away it stops its workers (TERM, which they treat as cancellation,
-then KILL) and exits.
+requests carrying the worker's pipe ends.
+
+To keep the fork off the call's critical path, one *spare* worker is forked ahead of time: it
+prepares everything that does not depend on the call and waits. A `Spawn` hands the pipe ends
+to the spare, which becomes that call's worker (used once, then it exits), and a new spare is
+forked for the next call. The fork point reaps its workers and reports each exit status. When
+the supervisor goes away it stops its workers (TERM, which they treat as cancellation, then
+KILL) and exits.
 """
 
 import ctypes
 import gc
 import importlib
 import os
-import resource
 import selectors
 import signal
 import socket
@@ -31,37 +35,64 @@ def _prctl(option: int, value: int) -> None:
         pass
 
 
-def _become_worker(sock: socket.socket, wake_fds: tuple[int, int], fds: list[int], memory_bytes: int) -> None:
-    """Runs in the forked child; never returns."""
+class _Spare:
+    """A forked worker waiting for its call."""
+
+    def __init__(self, pid: int, sock: socket.socket):
+        self.pid = pid
+        self.sock = sock
+
+
+def _fork_spare(close_in_child: list) -> _Spare:
+    parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        parent_end.close()
+        _run_spare(child_end, close_in_child)     # never returns
+    child_end.close()
+    return _Spare(pid, parent_end)
+
+
+def _run_spare(sock: socket.socket, close_in_child: list) -> None:
+    """The spare's life: prepare, wait for the call's pipe ends, run the call; never returns."""
     code = 70
     try:
-        sock.close()
-        for fd in wake_fds:
-            os.close(fd)
+        for item in close_in_child:
+            item.close() if hasattr(item, "close") else os.close(item)
         signal.set_wakeup_fd(-1)
-        for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
+        for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         os.setpgid(0, 0)
-        in_fd, out_fd, err_fd = fds
         devnull = os.open(os.devnull, os.O_RDWR)
         os.dup2(devnull, 0)
         os.dup2(devnull, 1)
-        os.dup2(err_fd, 2)
-        for fd in (devnull, err_fd):
-            os.close(fd)
+        os.close(devnull)
         _prctl(PR_SET_CHILD_SUBREAPER, 1)
-        _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, hard))
         from workers import runtime
+        runtime.warm_up()
+        try:
+            payload, fds, _, _ = socket.recv_fds(sock, MAX_PACKET, 3)
+        except OSError:
+            payload, fds = b"", []
+        sock.close()
+        if not payload or len(fds) != 3:
+            os._exit(0)       # the fork point went away (or shut down) before a call came
+        request = decode_spawn(payload)
+        in_fd, out_fd, err_fd = fds
+        os.dup2(err_fd, 2)
+        os.close(err_fd)
+        import resource
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (request.memory_bytes, hard))
         code = runtime.main(in_fd, out_fd)
     except BaseException as exc:     # report, then exit with a status the supervisor shows
         try:
             os.write(2, f"worker start failed: {type(exc).__name__}: {exc}\n".encode())
         except OSError:
             pass
-        code = getattr(exc, "code", 70) if isinstance(exc, SystemExit) else 70
-    os._exit(code if isinstance(code, int) else 70)
+        code = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 70
+    os._exit(code)
 
 
 def serve(sock: socket.socket, preload: list[str]) -> None:
@@ -75,10 +106,19 @@ def serve(sock: socket.socket, preload: list[str]) -> None:
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
-    children: dict[int, str] = {}
+    children: dict[int, str | None] = {}      # pid -> call id (None: the spare)
     sel = selectors.DefaultSelector()
+    inherited = [sock, wake_r, wake_w, sel]
     sel.register(sock, selectors.EVENT_READ)
     sel.register(wake_r, selectors.EVENT_READ)
+
+    def new_spare() -> _Spare | None:
+        try:
+            spare = _fork_spare(inherited)
+        except OSError:
+            return None
+        children[spare.pid] = None
+        return spare
 
     def reap() -> None:
         while children:
@@ -95,6 +135,24 @@ def serve(sock: socket.socket, preload: list[str]) -> None:
                 except OSError:
                     pass
 
+    def hand_over(payload: bytes, fds: list[int], call_id: str) -> int | str:
+        """Gives the call to the spare (forking one if there is none); returns its pid or an error."""
+        nonlocal spare
+        for _ in range(2):
+            current, spare = spare or new_spare(), None
+            if current is None:
+                return "fork failed"
+            try:
+                socket.send_fds(current.sock, [payload], fds)
+            except OSError:
+                current.sock.close()      # that spare died; fork another
+                continue
+            current.sock.close()
+            children[current.pid] = call_id
+            return current.pid
+        return "no worker could take the call"
+
+    spare = new_spare()
     while True:
         for key, _ in sel.select():
             if key.fd == wake_r:
@@ -109,26 +167,24 @@ def serve(sock: socket.socket, preload: list[str]) -> None:
             except OSError:
                 payload, fds = b"", []
             if not payload:
+                if spare is not None:
+                    spare.sock.close()
                 _shutdown(children, reap)
                 return
             request = decode_spawn(payload)
-            try:
-                pid = os.fork()
-            except OSError as exc:
-                for fd in fds:
-                    os.close(fd)
-                sock.send(encode(SpawnFailed(call_id=request.call_id, error=f"fork failed: {exc.strerror}")))
-                continue
-            if pid == 0:
-                _become_worker(sock, (wake_r, wake_w), fds, request.memory_bytes)
+            outcome = hand_over(payload, fds, request.call_id)
             for fd in fds:
                 os.close(fd)
-            children[pid] = request.call_id
-            sock.send(encode(Spawned(call_id=request.call_id, pid=pid)))
+            if isinstance(outcome, int):
+                sock.send(encode(Spawned(call_id=request.call_id, pid=outcome)))
+            else:
+                sock.send(encode(SpawnFailed(call_id=request.call_id, error=outcome)))
+            if spare is None:
+                spare = new_spare()     # ready for the next call, off this call's path
         reap()
 
 
-def _shutdown(children: dict[int, str], reap) -> None:
+def _shutdown(children: dict[int, str | None], reap) -> None:
     for pid in list(children):
         try:
             os.kill(pid, signal.SIGTERM)

@@ -69,6 +69,16 @@ def resolve(executor: str):
     return getattr(importlib.import_module(module_name), func)
 
 
+def warm_up() -> None:
+    """Run by a spare worker before its call arrives: touch the decode and encode paths so
+    their pages are already private (copied on write) when the call's clock is running."""
+    sample = Call(tool="warm", executor="warm:up", args={"a": [1, "b"]}, workspace="/", handle="w/0",
+                  timeout_seconds=1.0, output_limit_bytes=1)
+    decode_to_worker(encode(sample))
+    encode(Result(ok=True, value={"content": "x", "n": 1, "t": True}))
+    FrameReader().feed(frame(b"x"))
+
+
 def main(in_fd: int, out_fd: int) -> int:
     call = _read_call(in_fd)
     os.set_blocking(in_fd, False)
@@ -92,4 +102,6 @@ def main(in_fd: int, out_fd: int) -> int:
         traceback.print_exc(file=sys.stderr)
         result = Result(ok=False, value={"error": f"the {call.tool} tool failed unexpectedly: {type(exc).__name__}: {exc}"})
     send(out_fd, result)
+    # Closing the pipe now lets the supervisor go on while this process is torn down.
+    os.close(out_fd)
     return 0
