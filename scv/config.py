@@ -15,6 +15,7 @@ import msgspec
 from msgspec import Meta
 
 from scv.errors import ConfigError
+from scv.web.config import WebConfig
 
 PositiveInt = Annotated[int, Meta(ge=1)]
 
@@ -54,6 +55,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     provider: ProviderSelect = msgspec.field(default_factory=ProviderSelect)
     providers: dict[str, ProviderProfile] = {}
     agent: AgentConfig = msgspec.field(default_factory=AgentConfig)
+    web: WebConfig = msgspec.field(default_factory=WebConfig)
 
 
 # Keys a project's .scv/config.toml may set; everything else is the user's alone.
