@@ -13,6 +13,7 @@ KILL) and exits.
 """
 
 import ctypes
+import faulthandler
 import gc
 import importlib
 import os
@@ -82,6 +83,7 @@ def _run_spare(sock: socket.socket, close_in_child: list) -> None:
         in_fd, out_fd, err_fd = fds
         os.dup2(err_fd, 2)
         os.close(err_fd)
+        faulthandler.enable(file=2)     # a crash leaves its traceback in the stderr tail
         import resource
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
         resource.setrlimit(resource.RLIMIT_AS, (request.memory_bytes, hard))

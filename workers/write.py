@@ -59,30 +59,43 @@ def _existing(dir_fd: int, name: str, path: str) -> os.stat_result | None:
     return info
 
 
+def _open_temp(dir_fd: int, perms: int) -> tuple[int, str | None]:
+    """An unnamed file in the destination folder (O_TMPFILE) where the file system has them, so a
+    write killed midway leaves nothing behind; otherwise a hidden, uniquely named one."""
+    try:
+        return os.open(".", os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, perms, dir_fd=dir_fd), None
+    except OSError as err:
+        if err.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT):
+            raise
+    name = f".scv-{secrets.token_hex(6)}.tmp"
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, perms, dir_fd=dir_fd)
+    return fd, name
+
+
+def _link_temp(tmp_fd: int, dir_fd: int, target: str) -> None:
+    """Gives the unnamed temporary file a name; link() never replaces an existing one."""
+    os.link(f"/proc/self/fd/{tmp_fd}", target, dst_dir_fd=dir_fd, follow_symlinks=True)
+
+
 def execute(args: dict, ctx: WorkerContext) -> dict:
     path, mode, expected = args["path"], args["mode"], args["expected_sha256"]
     *dirs, name = args["parts"]
     data = args["content"].encode("utf-8")
     dir_fd = _open_parent(ctx, dirs, path)
-    tmp = f".scv-{secrets.token_hex(6)}.tmp"
-    tmp_fd = None
+    tmp_fd, tmp = None, None
     try:
         before = _existing(dir_fd, name, path)
         if mode == "create" and before is not None:
             raise ToolFailure(f"{path} already exists; use mode replace to overwrite it")
         if mode == "replace" and before is None:
             raise ToolFailure(f"{path} does not exist; use mode create to make it")
-        perms = stat.S_IMODE(before.st_mode) if before is not None else 0o666
-        tmp_fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, perms,
-                         dir_fd=dir_fd)
-        if before is not None:
-            os.fchmod(tmp_fd, perms)
+        perms = stat.S_IMODE(before.st_mode) if before is not None else 0o666 & ~_umask()
+        tmp_fd, tmp = _open_temp(dir_fd, perms)
+        os.fchmod(tmp_fd, perms)
         view = memoryview(data)
         while view:
             view = view[os.write(tmp_fd, view):]
         os.fsync(tmp_fd)
-        os.close(tmp_fd)
-        tmp_fd = None
         if mode == "replace":
             if expected is not None:
                 seen = _current_digest(dir_fd, name)
@@ -90,14 +103,19 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
                     raise ToolFailure(f"{path} changed since it was read (its sha256 is now {seen}, not "
                                       f"{expected}); read it again before writing", current_sha256=seen)
             _existing(dir_fd, name, path)
+            if tmp is None:
+                tmp = f".scv-{secrets.token_hex(6)}.tmp"
+                _link_temp(tmp_fd, dir_fd, tmp)
             os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         else:
             try:
-                # link() refuses to replace: a file created meanwhile is never overwritten.
-                os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+                if tmp is None:
+                    _link_temp(tmp_fd, dir_fd, name)
+                else:
+                    os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+                    os.unlink(tmp, dir_fd=dir_fd)
             except FileExistsError:
                 raise ToolFailure(f"{path} already exists; use mode replace to overwrite it") from None
-            os.unlink(tmp, dir_fd=dir_fd)
         tmp = None
         os.fsync(dir_fd)
     except OSError as err:
@@ -115,3 +133,9 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
         os.close(dir_fd)
     return {"path": path, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(),
             "created": mode == "create"}
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,116 @@
+"""The supervisor through real workers: results, crash isolation, cancellation and descriptors."""
+
+import os
+import threading
+import time
+
+import pytest
+
+from scv.cancellation import Cancellation
+from scv.messages import Call
+from scv.supervisor import Supervisor
+from workers.oscalls import REAL
+
+
+def make_call(supervisor, executor, args=None, timeout=30.0, workspace="/"):
+    call_id, handle = supervisor.new_handle()
+    call = Call(tool=executor.rsplit(":", 1)[-1], executor=executor, args=args or {}, workspace=workspace,
+                handle=handle, timeout_seconds=timeout, output_limit_bytes=65536, options={"memory_mb": 256})
+    return call, call_id
+
+
+def run(supervisor, executor, args=None, **kw):
+    call, call_id = make_call(supervisor, executor, args, timeout=kw.pop("timeout", 30.0))
+    return supervisor.run(call, call_id, memory_bytes=256 << 20, **kw)
+
+
+def test_a_call_round_trips_its_arguments(supervisor):
+    result = run(supervisor, "tests.crashy:echo", {"a": [1, "two", None]})
+    assert result.ok and result.value == {"echo": {"a": [1, "two", None]}}
+
+
+def test_progress_lines_reach_the_supervisor(supervisor):
+    lines = []
+    result = run(supervisor, "tests.crashy:progress", {"lines": 4}, on_progress=lines.append)
+    assert result.ok
+    assert lines == ["step 0", "step 1", "step 2", "step 3"]
+
+
+@pytest.mark.parametrize("executor, expected", [
+    ("tests.crashy:segfault", "signal SIGSEGV"),
+    ("tests.crashy:abort", "signal SIGABRT"),
+    ("tests.crashy:silent_exit", "exit status 3"),
+])
+def test_a_crashing_worker_becomes_a_failed_result_and_the_next_call_works(supervisor, executor, expected):
+    result = run(supervisor, executor)
+    assert not result.ok
+    assert result.value["exit_status"] == expected
+    assert expected in result.value["error"]
+    if executor.endswith("silent_exit"):
+        assert "about to vanish" in result.value["stderr_tail"]
+    assert run(supervisor, "tests.crashy:echo", {"n": 1}).value == {"echo": {"n": 1}}
+
+
+def test_running_out_of_memory_fails_only_that_call(supervisor):
+    result = run(supervisor, "tests.crashy:exhaust_memory")
+    assert not result.ok
+    assert "memory" in result.value["error"]
+    assert run(supervisor, "tests.crashy:echo").ok
+
+
+@pytest.mark.parametrize("executor", ["tests.crashy:garbage", "tests.crashy:torn"])
+def test_garbage_on_the_pipe_is_a_failed_result(supervisor, executor):
+    result = run(supervisor, executor)
+    assert not result.ok
+    assert "protocol" in result.value["error"] or "without a result" in result.value["error"]
+    assert run(supervisor, "tests.crashy:echo").ok
+
+
+def test_a_worker_that_ignores_its_deadline_is_killed_by_the_backstop(monkeypatch):
+    import scv.supervisor as module
+    monkeypatch.setattr(module, "BACKSTOP_SECONDS", 0.5)
+    with Supervisor(preload=[]) as sup:
+        result = run(sup, "tests.crashy:hang", timeout=0.5)
+        assert not result.ok
+        assert "deadline" in result.value["error"]
+        assert run(sup, "tests.crashy:echo").ok
+
+
+def test_cancelling_a_worker_that_ignores_cancellation(monkeypatch):
+    import scv.supervisor as module
+    monkeypatch.setattr(module, "CANCEL_SECONDS", 0.5)
+    cancel = Cancellation()
+    threading.Timer(0.3, cancel.cancel).start()
+    with Supervisor(preload=[]) as sup:
+        result = run(sup, "tests.crashy:hang", cancel=cancel)
+        assert not result.ok
+    cancel.close()
+
+
+def _fds(pid="self"):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_no_descriptor_or_process_leaks_across_a_thousand_calls(runner, workspace, supervisor):
+    (workspace / "f.txt").write_text("x" * 2048)
+    prepared = runner.prepare("read", {"path": "f.txt"})
+    for _ in range(20):
+        runner.run(prepared)
+    before, fork_point_before = _fds(), _fds(supervisor.fork_point_pid)
+    for _ in range(1000):
+        assert runner.run(prepared).ok
+    time.sleep(0.2)
+    assert _fds() == before
+    # The fork point holds one socket per spare worker: its count moves by one as spares come and go.
+    assert _fds(supervisor.fork_point_pid) <= fork_point_before + 1
+    # Only the spare worker (and at most one exiting worker) remain under the fork point.
+    assert len(REAL.descendants(supervisor.fork_point_pid)) <= 2
+
+
+def test_the_fork_point_stops_its_workers_when_the_supervisor_goes():
+    sup = Supervisor(preload=[])
+    fork_point = sup.fork_point_pid
+    assert run(sup, "tests.crashy:echo").ok
+    sup.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(fork_point, 0)
