@@ -1,0 +1,109 @@
+"""The path validator (lexical, before approval) and open_beneath (at use, against real trees)."""
+
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scv.errors import RefusedError
+from scv.paths import is_secret_like, split_relative
+from scv.safe_open import PathError, open_beneath
+from tests.path_strategies import PATHS, TREES, built_tree
+
+
+@given(st.text(max_size=300))
+def test_accepted_paths_are_plain_relative_components(path):
+    try:
+        parts = split_relative(path)
+    except RefusedError as err:
+        assert str(err)            # always a sentence
+        return
+    assert parts
+    for part in parts:
+        assert part not in ("", ".", "..")
+        assert "/" not in part and "\x00" not in part
+        part.encode("utf-8")
+        assert len(part.encode()) <= 255
+    assert not path.startswith("/")
+
+
+@pytest.mark.parametrize("path, reason", [
+    ("", "empty"), ("/etc/passwd", "absolute"), ("../x", "'..'"), ("a/../../x", "'..'"),
+    ("a\x00b", "NUL"), ("~/x", "'~'"), ("a/\udcff", "UTF-8"), ("x" * 256, "over 255"), (".", "workspace itself"),
+    ("a/" * 2100, "over the 4096-byte"),
+])
+def test_refusals_say_why(path, reason):
+    with pytest.raises(RefusedError, match=reason if reason[0] != "'" else None) as err:
+        split_relative(path)
+    assert reason.strip("'") in str(err.value) or reason in str(err.value)
+
+
+@pytest.mark.parametrize("path, secret", [
+    (".env", True), ("config/.env.production", True), ("keys/server.pem", True), ("a/id_ed25519", True),
+    (".ssh/config", True), ("my_credentials.json", True), ("src/main.py", False), ("README.md", False),
+    ("docs/keyboard.md", False), ("private_key.txt", True), ("x.kdbx", True),
+])
+def test_secret_like_names(path, secret):
+    assert is_secret_like(split_relative(path)) is secret
+
+
+def _landed_inside(fd: int, ws: str) -> bool:
+    real = os.readlink(f"/proc/self/fd/{fd}")
+    return real == ws or real.startswith(ws + "/")
+
+
+@pytest.mark.parametrize("walker", [False, True], ids=["openat2", "walker"])
+@settings(max_examples=150, deadline=None)
+@given(tree=TREES, path=PATHS)
+def test_open_beneath_never_lands_outside(walker, tree, path):
+    with built_tree(tree) as ws:
+        root = os.open(ws, os.O_PATH | os.O_DIRECTORY)
+        try:
+            fd = open_beneath(root, path.split("/"), os.O_RDONLY | os.O_NONBLOCK, walker=walker)
+        except PathError:
+            return
+        finally:
+            os.close(root)
+        try:
+            assert _landed_inside(fd, os.path.realpath(ws))
+        finally:
+            os.close(fd)
+
+
+@pytest.mark.parametrize("walker", [False, True], ids=["openat2", "walker"])
+def test_known_escapes_are_refused(tmp_path, walker):
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    (tmp_path / "secret").write_text("s")
+    (ws / "abs").symlink_to("/etc/passwd")
+    (ws / "up").symlink_to("../secret")
+    (ws / "sub" / "upup").symlink_to("../../secret")
+    (ws / "inner").symlink_to("sub")
+    (ws / "sub" / "f").write_text("ok")
+    # A long chain of in-workspace links that finally leaves (realpath's PATH_MAX trap).
+    (ws / "chain0").symlink_to("up")
+    for i in range(1, 30):
+        (ws / f"chain{i}").symlink_to(f"chain{i - 1}")
+    root = os.open(ws, os.O_PATH | os.O_DIRECTORY)
+    try:
+        for name in ["abs", "up", "sub/upup", "chain29"]:
+            with pytest.raises(PathError, match="outside the workspace"):
+                open_beneath(root, name.split("/"), os.O_RDONLY, walker=walker)
+        fd = open_beneath(root, ["inner", "f"], os.O_RDONLY, walker=walker)
+        assert os.read(fd, 10) == b"ok"
+        os.close(fd)
+    finally:
+        os.close(root)
+
+
+def test_a_link_loop_is_refused(tmp_path):
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    root = os.open(tmp_path, os.O_PATH | os.O_DIRECTORY)
+    try:
+        for walker in (False, True):
+            with pytest.raises(PathError, match="too many symbolic links"):
+                open_beneath(root, ["a"], os.O_RDONLY, walker=walker)
+    finally:
+        os.close(root)
