@@ -29,6 +29,8 @@ def _register() -> None:
     from scv.commands import tool
     main.add_command(tool.tool_command)
     main.add_command(tool.tools_command)
+    from scv.commands import exec as exec_
+    main.add_command(exec_.exec_command)
 
 
 _register()

@@ -1,0 +1,179 @@
+"""`scv exec PROMPT`: one headless session in the workspace, the final reply on stdout.
+
+The supervisor is created first, before any thread. The turn runs in its own thread so the
+main thread stays free for signals and the deadline: SIGINT, SIGTERM or `--timeout` cancel the
+turn, which cancels the running tool call and stops its processes; the process exits once
+that call has ended (at most the supervisor's cancel bound).
+"""
+
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import msgspec
+
+from scv import events as ev
+from scv.approval import terminal_approver
+from scv.cancellation import Cancellation
+from scv.commands.common import load_context, workspace_option
+from scv.errors import RefusedError, ScvError, UsageError
+from scv.providers.factory import build_provider
+from scv.session import Session
+from scv.supervisor import CANCEL_SECONDS, Supervisor
+from scv.tools.base import Risk
+from scv.tools.registry import executor_modules
+
+EXIT_COMPLETED = 0
+EXIT_TURN_FAILED = 1
+EXIT_USAGE = 2
+EXIT_TIMEOUT = 124
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+TOOL_STOP_WAIT = CANCEL_SECONDS + 4.0   # a cancelled call's TERM, grace, KILL and drain
+OTHER_STOP_WAIT = 1.0                   # waiting on the model or a person: nothing to stop
+
+
+class Output:
+    """Events as JSON lines (--json), or a short log on stderr and the reply on stdout."""
+
+    def __init__(self, as_json: bool):
+        self.as_json = as_json
+        self._lock = threading.Lock()
+
+    def emit(self, name: str, params: dict[str, Any]) -> None:
+        with self._lock:
+            if self.as_json:
+                sys.stdout.buffer.write(msgspec.json.encode({"type": name, **params}) + b"\n")
+                sys.stdout.flush()
+                return
+            if name == ev.TOOL_STARTED:
+                what = params.get("summary") or params["arguments"]
+                click.echo(f"scv: {params['tool']}: {what[:157] + '...' if len(what) > 160 else what}", err=True)
+            elif name == ev.TOOL_COMPLETED and not params["ok"]:
+                click.echo(f"scv:   failed: {params['result'].get('error', '')}", err=True)
+            elif name == ev.TURN_COMPLETED:
+                click.echo(params["reply"])
+            elif name == ev.TURN_FAILED:
+                click.echo(f"scv: {params['error']}", err=True)
+
+    def error(self, err: ScvError) -> None:
+        if self.as_json:
+            self.emit("error", {"error": str(err)})
+        click.echo(f"scv: {err}", err=True)
+
+
+def _asker(prompt_from_stdin: bool):
+    """A terminal asks y/N; anything else is denied at once with the way to allow it."""
+    if sys.stdin.isatty() and not prompt_from_stdin:
+        ask_terminal = terminal_approver()
+        return lambda request_id, tool, risk, summary, cancel: ask_terminal(tool, risk, summary)
+
+    def no_terminal(request_id: str, tool: str, risk: Risk, summary: str, cancel: Cancellation) -> bool:
+        raise RefusedError(f"{tool} needs approval ({risk.value} risk) and there is no terminal to ask, so it was "
+                           "denied; run scv exec again with --auto-approve to allow it")
+    return no_terminal
+
+
+@click.command("exec")
+@click.argument("prompt", required=False)
+@click.option("--script", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Run offline: FILE is a JSONL script of the model's turns (see examples/).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON event per line instead of the reply.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="Cancel the run after this many seconds (exit status 124).")
+@click.option("--model", default=None, help="The model, instead of the provider's configured one.")
+@click.option("--auto-approve", is_flag=True, help="Approve every call that the policy would ask about.")
+@workspace_option
+def exec_command(prompt: str | None, script: Path | None, as_json: bool, timeout: float | None, model: str | None,
+                 auto_approve: bool, workspace: str | None) -> None:
+    """Run one headless turn: the model calls tools until it replies; the reply goes to stdout.
+
+    PROMPT is the task; "-" reads it from stdin. With --script the prompt is optional.
+
+    \b
+    Exit status:
+      0    the turn completed
+      1    the turn failed (provider error, turn limit, script ran out)
+      2    bad usage or configuration; nothing ran
+      124  timed out (--timeout); the running call was cancelled
+      130  interrupted by SIGINT, 143 by SIGTERM; the running call was cancelled
+    """
+    out = Output(as_json)
+    try:
+        prompt_from_stdin = prompt == "-"
+        if prompt_from_stdin:
+            prompt = sys.stdin.read()
+        if not prompt or not prompt.strip():
+            if script is None:
+                raise UsageError("no prompt given; pass the task as an argument, or - to read it from stdin")
+            prompt = f"Run the script {script.name}."
+        ctx = load_context(workspace)
+        provider = build_provider(ctx.config, script=script, model=model)
+    except ScvError as err:
+        out.error(err)
+        sys.exit(EXIT_USAGE if err.exit_code == 2 else err.exit_code)
+    supervisor = Supervisor(preload=executor_modules())     # before any thread
+    try:
+        session = Session(supervisor, ctx, provider, emit=out.emit, asker=_asker(prompt_from_stdin),
+                          auto_approve=auto_approve)
+        code = _run(session, prompt, timeout)
+    finally:
+        supervisor.close()
+    sys.exit(code)
+
+
+def _run(session: Session, prompt: str, timeout: float | None) -> int:
+    cancel = Cancellation()
+    stopped_by: list[int] = []
+
+    def on_signal(signum, frame):
+        if not stopped_by:
+            stopped_by.append(signum)
+            session.cancel_reason = "interrupted"
+            cancel.cancel()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, on_signal)
+    outcomes = []
+    done = threading.Event()
+
+    def turns() -> None:
+        try:
+            outcomes.append(session.run_turn(prompt, cancel=cancel))
+            # Turns the session starts on its own (background reports) until nothing is outstanding.
+            while not cancel.cancelled and session.held():
+                queued = session.next_queued()
+                if queued is None:
+                    time.sleep(0.1)
+                    continue
+                outcomes.append(session.run_turn(queued.prompt, cancel=cancel, origin=queued.origin))
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=turns, name="scv-turn", daemon=True)
+    worker.start()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    timed_out = False
+    while not done.wait(0.1):
+        if stopped_by:
+            break
+        if deadline is not None and time.monotonic() >= deadline:
+            timed_out = True
+            session.cancel_reason = "timeout"
+            cancel.cancel()
+            break
+    if not done.is_set():
+        # Cancelled: wait for a running tool call to stop its processes; a turn that waits on the
+        # model or a person has nothing running and is abandoned (its thread is a daemon).
+        done.wait(TOOL_STOP_WAIT if session.phase == "tool" else OTHER_STOP_WAIT)
+    session.close()
+    if stopped_by:
+        return EXIT_SIGINT if stopped_by[0] == signal.SIGINT else EXIT_SIGTERM
+    if timed_out:
+        return EXIT_TIMEOUT
+    return EXIT_COMPLETED if outcomes and all(o.status == "completed" for o in outcomes) else EXIT_TURN_FAILED

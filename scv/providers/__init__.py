@@ -1,0 +1,1 @@
+"""Model providers: the seam in base.py, OpenAI-compatible wire APIs, and the offline script."""

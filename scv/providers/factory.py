@@ -1,0 +1,48 @@
+"""Choosing the session's provider: a script file, or the configured `[provider] active` profile."""
+
+import os
+from pathlib import Path
+
+from scv import __version__
+from scv.config import Config
+from scv.errors import ConfigError
+from scv.providers.base import Provider
+from scv.providers.http import StreamingClient
+from scv.providers.openai_chat import ChatProvider
+from scv.providers.openai_responses import ResponsesProvider
+from scv.providers.script import ScriptProvider
+
+
+def build_provider(config: Config, *, script: Path | None = None, model: str | None = None) -> Provider:
+    if script is not None:
+        return ScriptProvider(script)
+    name = config.provider.active
+    if not name:
+        raise ConfigError("no model provider is configured; set [provider] active = \"NAME\" and a [providers.NAME] "
+                          "table in $SCV_HOME/config.toml, or run offline with --script FILE (see examples/)")
+    profile = config.providers.get(name)
+    if profile is None:
+        known = ", ".join(sorted(config.providers)) or "none"
+        raise ConfigError(f"provider.active is {name!r}, but there is no [providers.{name}] table (configured: "
+                          f"{known}); add it or change provider.active")
+    chosen = model or profile.model
+    if not chosen:
+        raise ConfigError(f"providers.{name} names no model; set providers.{name}.model or pass --model")
+    if not profile.base_url.startswith(("http://", "https://")):
+        raise ConfigError(f"providers.{name}.base_url {profile.base_url!r} is not an http(s) URL; set it to the "
+                          "endpoint's address ending in /v1")
+    headers = {"User-Agent": f"scv/{__version__}", "Accept": "text/event-stream", **profile.headers}
+    if profile.api_key_env:
+        key = os.environ.get(profile.api_key_env)
+        if not key:
+            raise ConfigError(f"providers.{name}.api_key_env names {profile.api_key_env}, which is not set; "
+                              f"export {profile.api_key_env} or set providers.{name}.api_key")
+        headers["Authorization"] = f"Bearer {key}"
+    elif profile.api_key:
+        headers["Authorization"] = f"Bearer {profile.api_key}"
+    base = profile.base_url.rstrip("/")
+    if profile.wire_api == "chat":
+        client = StreamingClient(name, chosen, f"{base}/chat/completions", headers, profile.timeout)
+        return ChatProvider(name, chosen, client)
+    client = StreamingClient(name, chosen, f"{base}/responses", headers, profile.timeout)
+    return ResponsesProvider(name, chosen, client)

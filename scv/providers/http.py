@@ -1,0 +1,144 @@
+"""The HTTP side shared by both OpenAI wire APIs: a streamed POST with bounded retries, whose
+failures become one ProviderError sentence naming the provider, and the body as SSE events."""
+
+import json
+import select
+import time
+from typing import Any, Iterator
+
+import requests
+
+from scv.cancellation import Cancellation
+from scv.providers.base import ProviderError, TurnCancelled
+from scv.providers.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
+from scv.providers.sse import SSEDecoder, SSEError, SSEEvent
+
+ERROR_TEXT_LIMIT = 300
+
+
+def _error_text(response: requests.Response) -> tuple[str, str]:
+    """(message, code) from an error body: OpenAI's {"error": {...}} or plain text, bounded."""
+    try:
+        body = response.content[:65536]
+    except requests.RequestException:
+        return "", ""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body.decode("utf-8", "replace").strip()[:ERROR_TEXT_LIMIT], ""
+    error = data.get("error", data) if isinstance(data, dict) else data
+    if isinstance(error, dict):
+        message = str(error.get("message") or error.get("detail") or "")
+        code = str(error.get("code") or error.get("type") or "")
+    else:
+        message, code = str(error), ""
+    return message[:ERROR_TEXT_LIMIT], code
+
+
+def _looks_like_unknown_model(status: int, message: str, code: str) -> bool:
+    if code in ("model_not_found", "invalid_model"):
+        return True
+    text = message.lower()
+    return status in (400, 404) and "model" in text and any(
+        phrase in text for phrase in ("not found", "does not exist", "unknown", "not exist", "invalid model",
+                                      "no such", "not available", "not supported"))
+
+
+def _sleep(seconds: float, cancel: Cancellation) -> None:
+    """Waits, but wakes at once when the turn is cancelled."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = deadline - time.monotonic()
+        if cancel.cancelled:
+            raise TurnCancelled("the turn was cancelled")
+        if left <= 0:
+            return
+        select.select([cancel.fileno()], [], [], left)
+
+
+class StreamingClient:
+    def __init__(self, provider: str, model: str, url: str, headers: dict[str, str], timeout: float,
+                 policy: RetryPolicy = RetryPolicy(), session: requests.Session | None = None):
+        self.provider = provider
+        self.model = model
+        self.url = url
+        self.headers = headers
+        self.timeout = timeout
+        self.policy = policy
+        self.http = session or requests.Session()
+
+    def post(self, body: dict[str, Any], cancel: Cancellation) -> requests.Response:
+        """The response of a successful request, its body not yet read."""
+        attempt = 0
+        while True:
+            attempt += 1
+            if cancel.cancelled:
+                raise TurnCancelled("the turn was cancelled")
+            try:
+                response = self.http.post(self.url, json=body, headers=self.headers, stream=True,
+                                          timeout=(min(30.0, self.timeout), self.timeout))
+            except requests.Timeout:
+                problem, retry_after = f"did not answer within {self.timeout:g} s", None
+            except requests.RequestException as exc:
+                problem, retry_after = f"could not be reached at {self.url} ({type(exc).__name__})", None
+            else:
+                if response.status_code < 400:
+                    return response
+                problem, retry_after = self._judge(response)
+            delay = self.policy.delay(attempt, retry_after)
+            if delay is None:
+                tries = f" after {attempt} attempts" if attempt > 1 else ""
+                raise ProviderError(f"provider {self.provider} {problem}{tries}; try again later or check "
+                                    f"providers.{self.provider}")
+            _sleep(delay, cancel)
+
+    def _judge(self, response: requests.Response) -> tuple[str, float | None]:
+        """A retryable failure's description and Retry-After; raises for the others."""
+        status = response.status_code
+        message, code = _error_text(response)
+        response.close()
+        said = f": {message}" if message else ""
+        if status in (401, 403):
+            raise ProviderError(f"provider {self.provider} refused the credentials (HTTP {status}{said}); check "
+                                f"providers.{self.provider}.api_key or api_key_env")
+        if _looks_like_unknown_model(status, message, code):
+            raise ProviderError(f"provider {self.provider} does not know the model {self.model!r} (HTTP {status}"
+                                f"{said}); set providers.{self.provider}.model or pass --model")
+        if status in RETRY_STATUSES:
+            retry_after = parse_retry_after(response.headers.get("Retry-After"))
+            if retry_after is not None and retry_after > self.policy.max_retry_after:
+                raise ProviderError(f"provider {self.provider} asked to wait {retry_after:.0f} s before trying again "
+                                    f"(HTTP {status}{said}); try again later")
+            return f"answered HTTP {status}{said}", retry_after
+        raise ProviderError(f"provider {self.provider} refused the request (HTTP {status}{said}); check "
+                            f"providers.{self.provider}")
+
+    def events(self, response: requests.Response, cancel: Cancellation) -> Iterator[SSEEvent]:
+        """The body's events until it ends; a connection that breaks is a dropped stream."""
+        decoder = SSEDecoder()
+        try:
+            for chunk in response.iter_content(chunk_size=None):
+                if cancel.cancelled:
+                    raise TurnCancelled("the turn was cancelled")
+                yield from decoder.feed(chunk)
+            yield from decoder.close()
+        except requests.RequestException as exc:
+            raise self.dropped(f"{type(exc).__name__}") from None
+        except SSEError as exc:
+            raise ProviderError(f"provider {self.provider} sent a stream SCV cannot read ({exc})") from None
+        finally:
+            response.close()
+
+    def dropped(self, why: str) -> ProviderError:
+        return ProviderError(f"provider {self.provider}'s stream ended before the reply was complete ({why}); "
+                             "the turn stopped, try again")
+
+    def decode(self, event: SSEEvent) -> dict[str, Any]:
+        try:
+            data = json.loads(event.data)
+        except ValueError:
+            raise ProviderError(f"provider {self.provider} sent an event that is not JSON: "
+                                f"{event.data[:120]!r}") from None
+        if not isinstance(data, dict):
+            raise ProviderError(f"provider {self.provider} sent an event that is not a JSON object")
+        return data

@@ -1,0 +1,152 @@
+"""A session: one workspace, one provider, one conversation, and one ToolRunner whose calls run
+one at a time through the process's Supervisor (which must exist before any thread starts).
+
+Clients start turns with `run_turn`. The session can also start a turn on its own: anything
+holding the session (a background job finishing, issue 6) calls `queue_turn(prompt, origin)`;
+the client runs queued turns when it is idle, and their events carry `origin`. `add_hold`
+keeps a one-shot client (`scv exec`) open while work that will queue a turn is outstanding,
+and `add_close_hook` runs when the session closes. Tools reach their session through
+`ctx.session_state["scv.session"]`.
+"""
+
+import itertools
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+import msgspec
+
+from scv import events as ev
+from scv.calls import ToolRunner
+from scv.cancellation import Cancellation
+from scv.events import EventSink
+from scv.prompt import system_prompt
+from scv.providers.base import HistoryItem, ModelReply, Provider
+from scv.supervisor import Supervisor
+from scv.tools.base import Risk, ToolContext
+from scv.tools.registry import build_registry
+from scv.turn_loop import TurnOutcome, run_turn
+
+_approval_ids = itertools.count(1)
+
+
+class Asker(Protocol):
+    """Puts an approval request to the client; True to approve. Must return (deny) once
+    `cancel` is set, never leave the turn waiting."""
+
+    def __call__(self, request_id: str, tool: str, risk: Risk, summary: str, cancel: Cancellation) -> bool: ...
+
+
+def deny_all(request_id: str, tool: str, risk: Risk, summary: str, cancel: Cancellation) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class QueuedTurn:
+    prompt: str
+    origin: dict[str, Any]
+
+
+class Session:
+    def __init__(self, supervisor: Supervisor, ctx: ToolContext, provider: Provider, *, emit: EventSink,
+                 asker: Asker = deny_all, auto_approve: bool = False, base_prompt: str | None = None):
+        self.ctx = ctx
+        self.provider = provider
+        self.emit = emit
+        self.asker = asker
+        self.auto_approve = auto_approve
+        self.registry = build_registry(ctx)
+        # The session's approvals go through `ask`; the runner's own approver is never consulted.
+        self.runner = ToolRunner(supervisor, self.registry, ctx, approver=lambda *_: False)
+        specs = list(self.registry)
+        self.system_prompt = system_prompt(base_prompt or ctx.config.agent.system_prompt, specs, ctx)
+        self.tool_schemas = tuple({"name": d["name"], "description": d["description"], "schema": d["schema"]}
+                                  for d in (spec.describe(ctx) for spec in specs))
+        self.hosted_tools = _hosted_tools(ctx, provider)
+        self.history: list[HistoryItem] = []
+        self.phase = "idle"         # "model", "approval", "tool": what a running turn waits for
+        self.cancel_reason = "cancelled"    # set by the client before it cancels: "timeout", "interrupted", ...
+        self._turn_ids = itertools.count(1)
+        self._queue: deque[QueuedTurn] = deque()
+        self._lock = threading.Lock()
+        self._holds: list[Callable[[], bool]] = []
+        self._close_hooks: list[Callable[[], None]] = []
+        self.on_queued: Callable[[], None] | None = None
+        self.closed = False
+        ctx.session_state["scv.session"] = self
+
+    def new_turn_id(self) -> str:
+        return f"turn-{next(self._turn_ids)}"
+
+    def run_turn(self, prompt: str, *, cancel: Cancellation, origin: dict[str, Any] | None = None) -> TurnOutcome:
+        return run_turn(self, prompt, cancel=cancel, origin=origin)
+
+    # --- approvals ---------------------------------------------------------------------------
+
+    def ask(self, turn_id: str, tool: str, risk: Risk, summary: str, cancel: Cancellation) -> bool:
+        """The client's answer for a call the policy asks about."""
+        if self.auto_approve:
+            return True
+        request_id = f"approval-{next(_approval_ids)}"
+        self.emit(ev.APPROVAL_REQUESTED, {"turn_id": turn_id, "id": request_id, "tool": tool, "risk": risk.value,
+                                          "summary": summary})
+        approved = False
+        try:
+            # An asker may raise RefusedError: its sentence ("no terminal to ask") reaches the model.
+            approved = not cancel.cancelled and bool(self.asker(request_id, tool, risk, summary, cancel))
+        finally:
+            if cancel.cancelled:
+                approved = False    # a turn cancelled while waiting denies the request
+            self.emit(ev.APPROVAL_RESOLVED, {"turn_id": turn_id, "id": request_id, "approved": approved})
+        return approved
+
+    # --- the final reply ---------------------------------------------------------------------
+
+    def finish_reply(self, reply: ModelReply) -> str:
+        if reply.annotations and self.hosted_tools:
+            from scv.web.sources import append_sources
+            return append_sources(reply.text, reply.annotations)
+        return reply.text
+
+    # --- turns the session starts on its own -------------------------------------------------
+
+    def queue_turn(self, prompt: str, origin: dict[str, Any]) -> None:
+        with self._lock:
+            self._queue.append(QueuedTurn(prompt, origin))
+        if self.on_queued is not None:
+            self.on_queued()
+
+    def next_queued(self) -> QueuedTurn | None:
+        with self._lock:
+            return self._queue.popleft() if self._queue else None
+
+    def add_hold(self, outstanding: Callable[[], bool]) -> None:
+        self._holds.append(outstanding)
+
+    def held(self) -> bool:
+        with self._lock:
+            if self._queue:
+                return True
+        return any(outstanding() for outstanding in self._holds)
+
+    def add_close_hook(self, hook: Callable[[], None]) -> None:
+        self._close_hooks.append(hook)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for hook in reversed(self._close_hooks):
+            hook()
+
+
+def _hosted_tools(ctx: ToolContext, provider: Provider) -> tuple[dict[str, Any], ...]:
+    """The endpoint's own tools: hosted web search when `[web] search = "provider"` and the
+    provider speaks the Responses API (Chat Completions has no hosted tools)."""
+    web = getattr(ctx.config, "web", None)
+    search = getattr(web, "search", None)
+    if not search or provider.wire_api != "responses":
+        return ()
+    from scv.web.sources import hosted_tools
+    return tuple(msgspec.to_builtins(tool) for tool in hosted_tools(search))

@@ -1,0 +1,154 @@
+"""One turn: the prompt, then model responses and their tool calls, until a final reply.
+
+Tool calls run one at a time through the session's ToolRunner. Whatever the model gets wrong
+(arguments that are not JSON or break the schema, an unknown tool, a denied approval) goes back
+to it as that call's failed result, never a crash. The turn ends with `turn.completed`, or with
+`turn.failed` when the provider fails, the turn limit is reached, or the turn is cancelled.
+"""
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from scv import events as ev
+from scv.approval import Verdict, policy_verdict
+from scv.cancellation import Cancellation
+from scv.errors import RefusedError
+from scv.messages import ApprovalRequest
+from scv.providers.base import (AssistantMessage, ModelRequest, ProviderError, ToolCall, ToolOutput, TurnCancelled,
+                                Usage, UserMessage)
+from scv.tools.base import Risk
+
+if TYPE_CHECKING:
+    from scv.session import Session
+
+
+
+@dataclass
+class TurnOutcome:
+    turn_id: str
+    status: str                     # "completed", "failed" or "cancelled"
+    reply: str = ""
+    error: str = ""
+    reason: str = ""                # of a failure: "provider", "turn_limit", "cancelled"
+    usage: Usage = field(default_factory=Usage)
+
+
+def result_text(ok: bool, value: dict[str, Any]) -> str:
+    """A tool result as the model reads it: its JSON with an `ok` flag first."""
+    return msgspec.json.encode({"ok": ok, **value}).decode()
+
+
+def _with_origin(params: dict[str, Any], origin: dict[str, Any] | None) -> dict[str, Any]:
+    if origin is not None:
+        params["origin"] = origin
+    return params
+
+
+def run_turn(session: "Session", prompt: str, *, cancel: Cancellation,
+             origin: dict[str, Any] | None = None) -> TurnOutcome:
+    turn_id = session.new_turn_id()
+    emit = session.emit
+    emit(ev.TURN_STARTED, _with_origin({"turn_id": turn_id, "prompt": prompt}, origin))
+    outcome = TurnOutcome(turn_id=turn_id, status="failed")
+    session.history.append(UserMessage(text=prompt))
+    try:
+        outcome.reply = _loop(session, turn_id, cancel, outcome.usage)
+        outcome.status = "completed"
+    except TurnCancelled:
+        outcome.status, outcome.reason = "cancelled", session.cancel_reason
+        outcome.error = f"the turn was cancelled ({session.cancel_reason})"
+    except ProviderError as err:
+        outcome.reason, outcome.error = ("turn_limit" if isinstance(err, TurnLimit) else "provider"), str(err)
+    finally:
+        session.phase = "idle"
+    if outcome.status == "completed":
+        emit(ev.TURN_COMPLETED, _with_origin({"turn_id": turn_id, "reply": outcome.reply,
+                                              "usage": msgspec.to_builtins(outcome.usage)}, origin))
+    else:
+        emit(ev.TURN_FAILED, _with_origin({"turn_id": turn_id, "reason": outcome.reason, "error": outcome.error,
+                                           "usage": msgspec.to_builtins(outcome.usage)}, origin))
+    return outcome
+
+
+class TurnLimit(ProviderError):
+    pass
+
+
+def _loop(session: "Session", turn_id: str, cancel: Cancellation, usage: Usage) -> str:
+    limit = session.ctx.config.agent.max_turns
+    for _ in range(limit):
+        if cancel.cancelled:
+            raise TurnCancelled("the turn was cancelled")
+        request = ModelRequest(system_prompt=session.system_prompt, history=tuple(session.history),
+                               tools=session.tool_schemas, hosted_tools=session.hosted_tools)
+        session.phase = "model"
+        reply = session.provider.complete(
+            request, cancel=cancel, on_text=lambda delta: session.emit(ev.ASSISTANT_DELTA,
+                                                                       {"turn_id": turn_id, "text": delta}))
+        usage.add(reply.usage)
+        if reply.text:
+            session.emit(ev.ASSISTANT_TEXT, {"turn_id": turn_id, "text": reply.text})
+        if not reply.tool_calls:
+            session.history.append(AssistantMessage(text=reply.text))
+            return session.finish_reply(reply)
+        outputs = [_tool_call(session, turn_id, call, cancel) for call in reply.tool_calls]
+        # The model's calls and every result enter the history together, so the next request
+        # (in this turn or, after a cancellation, the next) always pairs each call with an output.
+        session.history.append(AssistantMessage(text=reply.text, tool_calls=reply.tool_calls))
+        session.history.extend(outputs)
+        if cancel.cancelled:
+            raise TurnCancelled("the turn was cancelled")
+    raise TurnLimit(f"the model asked for tools in {limit} responses in a row without a final reply "
+                    "(agent.max_turns); the turn stopped")
+
+
+def _tool_call(session: "Session", turn_id: str, call: ToolCall, cancel: Cancellation) -> ToolOutput:
+    emit = session.emit
+    started = {"turn_id": turn_id, "call_id": call.id, "tool": call.name, "arguments": call.arguments}
+    if cancel.cancelled:
+        return ToolOutput(call_id=call.id, output=result_text(False, {"error": "the turn was cancelled before this "
+                                                                               "call ran"}))
+    try:
+        prepared = session.runner.prepare(call.name, call.arguments)
+    except RefusedError as err:
+        emit(ev.TOOL_STARTED, {**started, "risk": None, "summary": None})
+        return _completed(session, turn_id, call, False, {"error": str(err), "refused": True})
+    emit(ev.TOOL_STARTED, {**started, "risk": prepared.risk.value, "summary": prepared.summary})
+    session.phase = "approval"
+    try:
+        session.runner.approve(prepared, approver=lambda tool, risk, summary: session.ask(
+            turn_id, tool, risk, summary, cancel))
+    except RefusedError as err:
+        return _completed(session, turn_id, call, False, {"error": str(err), "refused": True})
+    if cancel.cancelled:
+        return _completed(session, turn_id, call, False, {"error": "the turn was cancelled before this call ran"})
+    throttle = ev.ProgressThrottle(lambda line: emit(ev.TOOL_PROGRESS, {"turn_id": turn_id, "call_id": call.id,
+                                                                         "line": line}))
+
+    def relayed_approval(ask: ApprovalRequest) -> bool:
+        # A nested agent's request: the same policy and client as the session's own calls.
+        try:
+            risk = Risk(ask.risk)
+        except ValueError:
+            risk = Risk.DELEGATE
+        verdict = policy_verdict(session.ctx.config.tools.approval_policy, risk)
+        if verdict is not Verdict.ASK:
+            return verdict is Verdict.RUN
+        return session.ask(turn_id, ask.tool, risk, ask.summary, cancel)
+
+    session.phase = "tool"
+    try:
+        result = session.runner.run(prepared, cancel=cancel, on_progress=throttle.offer,
+                                    on_approval=relayed_approval)
+    finally:
+        session.phase = "model"
+    throttle.flush()
+    return _completed(session, turn_id, call, result.ok, result.value)
+
+
+def _completed(session: "Session", turn_id: str, call: ToolCall, ok: bool, value: dict[str, Any]) -> ToolOutput:
+    session.emit(ev.TOOL_COMPLETED, {"turn_id": turn_id, "call_id": call.id, "tool": call.name, "ok": ok,
+                                     "result": value})
+    return ToolOutput(call_id=call.id, output=result_text(ok, value))
