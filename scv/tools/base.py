@@ -68,6 +68,8 @@ class ToolSpec(abc.ABC):
     Args: ClassVar[type[msgspec.Struct]]
     executor: ClassVar[str]
     declared_risk: ClassVar[Risk]
+    # Valid arguments for a typical call, as in the spec; the conformance test runs every tool's.
+    example: ClassVar[dict[str, Any]]
 
     # --- validation ---------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ class BashTool(ToolSpec):
     Args = BashArgs
     executor = "workers.bash:execute"
     declared_risk = Risk.PROCESS
+    example = {"command": "pytest -q", "timeout_seconds": 900}
 
     def check(self, args: BashArgs, ctx: ToolContext) -> None:
         if "\x00" in args.command:

@@ -23,6 +23,7 @@ class ReadTool(ToolSpec):
     Args = ReadArgs
     executor = "workers.read:execute"
     declared_risk = Risk.READ_ONLY
+    example = {"path": "src/main.py", "offset": 0, "limit": 65536}
 
     def check(self, args: ReadArgs, ctx: ToolContext) -> None:
         split_relative(args.path)

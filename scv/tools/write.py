@@ -29,6 +29,7 @@ class WriteTool(ToolSpec):
     Args = WriteArgs
     executor = "workers.write:execute"
     declared_risk = Risk.FILESYSTEM
+    example = {"path": "src/main.py", "content": "print(1)\n", "mode": "create"}
 
     def check(self, args: WriteArgs, ctx: ToolContext) -> None:
         split_relative(args.path)

@@ -1,0 +1,68 @@
+"""One conformance test over every built-in tool: the extension contract, checked the same way."""
+
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from scv.config import Config
+from scv.errors import RefusedError
+from scv.tools.base import Risk, ToolContext, ToolSpec
+from scv.tools.registry import BUILTIN, Registry
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def ctx(workspace):
+    return ToolContext(workspace=workspace, config=Config())
+
+
+@pytest.mark.parametrize("spec_class", BUILTIN, ids=lambda c: c.name)
+def test_tool_contract(spec_class, ctx):
+    spec: ToolSpec = spec_class()
+    # Name, description, files: scv/tools/<name>.py beside workers/<name>.py.
+    assert re.fullmatch(r"[a-z][a-z0-9_]{0,63}", spec.name)
+    assert len(spec.description) > 20
+    assert Path(inspect.getfile(spec_class)) == ROOT / "scv" / "tools" / f"{spec.name}.py"
+    module_name, _, function = spec.executor.partition(":")
+    assert module_name == f"workers.{spec.name}"
+    executor = getattr(importlib.import_module(module_name), function)
+    assert list(inspect.signature(executor).parameters) == ["args", "ctx"]
+    assert isinstance(spec.declared_risk, Risk)
+    # Arguments: a Struct that forbids unknown fields, whose schema is generated from it.
+    assert issubclass(spec.Args, msgspec.Struct)
+    assert spec.Args.__struct_config__.forbid_unknown_fields
+    schema = spec.schema(ctx)
+    assert schema["type"] == "object" and schema["additionalProperties"] is False
+    fields = msgspec.structs.fields(spec.Args)
+    assert set(schema["properties"]) == {f.encode_name for f in fields}
+    required = {f.encode_name for f in fields if f.required}
+    assert set(schema.get("required", [])) == required
+    # The example is valid; its risk and summary are decided before approval.
+    args = spec.parse(msgspec.json.encode(spec.example), ctx)
+    assert isinstance(spec.risk(args, ctx), Risk)
+    summary = spec.summary(args, ctx)
+    assert summary and "\n" not in summary and len(summary) < 2000
+    assert spec.timeout_seconds(args, ctx) > 0
+    msgspec.msgpack.encode(spec.worker_args(args, ctx))       # crosses the pipe
+    # Bad arguments are refused with one sentence naming the tool.
+    with pytest.raises(RefusedError, match=spec.name):
+        spec.parse({**spec.example, "no_such_argument": 1}, ctx)
+    for name in required:
+        with pytest.raises(RefusedError, match=name):
+            spec.parse({k: v for k, v in spec.example.items() if k != name}, ctx)
+    with pytest.raises(RefusedError, match=spec.name):
+        spec.parse(b"[1, 2]", ctx)
+
+
+def test_names_are_unique_and_duplicates_are_rejected():
+    names = [spec_class.name for spec_class in BUILTIN]
+    assert len(names) == len(set(names))
+    registry = Registry()
+    registry.register(BUILTIN[0]())
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register(BUILTIN[0]())
