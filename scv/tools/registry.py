@@ -6,9 +6,11 @@ from scv.errors import RefusedError
 from scv.tools.base import ToolContext, ToolSpec
 from scv.tools.bash import BashTool
 from scv.tools.read import ReadTool
+from scv.tools.web_fetch import WebFetchTool
+from scv.tools.web_search import WebSearchTool
 from scv.tools.write import WriteTool
 
-BUILTIN: tuple[type[ToolSpec], ...] = (ReadTool, WriteTool, BashTool)
+BUILTIN: tuple[type[ToolSpec], ...] = (ReadTool, WriteTool, BashTool, WebFetchTool, WebSearchTool)
 
 
 class Registry:
