@@ -48,6 +48,19 @@ class AgentConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """[agent]: the session's own model loop (delegation keys join this table later)."""
     system_prompt: str | None = None        # None: the built-in prompt (scv/prompt.py)
     max_turns: Annotated[int, Meta(ge=1, le=10000)] = 50    # model responses within one turn
+    # Delegation (the `agent` tool; checked against the known agents in scv/agents/settings.py).
+    prefer: list[str] = []                  # the first one the session offers is the default
+    max_conversations: Annotated[int, Meta(ge=1, le=1000)] = 8
+    conversation_idle_seconds: PositiveInt = 86400
+    max_delegation_depth: Annotated[int, Meta(ge=0, le=16)] = 2
+
+
+class AgentSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """[agents.NAME]: the user's notes and defaults for one delegated agent."""
+    use_for: str | None = None
+    model: str | None = None
+    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
+    permissions: Literal["default", "full"] = "default"
 
 
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -55,6 +68,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     provider: ProviderSelect = msgspec.field(default_factory=ProviderSelect)
     providers: dict[str, ProviderProfile] = {}
     agent: AgentConfig = msgspec.field(default_factory=AgentConfig)
+    agents: dict[str, AgentSettings] = {}
     web: WebConfig = msgspec.field(default_factory=WebConfig)
 
 
@@ -145,4 +159,6 @@ def load_config(workspace: Path | None, home: Path | None = None) -> Config:
     if config.tools.command_timeout_seconds > config.tools.max_timeout_seconds:
         raise ConfigError(f"tools.command_timeout_seconds ({config.tools.command_timeout_seconds}) is over "
                           f"tools.max_timeout_seconds ({config.tools.max_timeout_seconds}); lower it")
+    from scv.agents.settings import check_agent_settings   # late: it reads the agent descriptors
+    check_agent_settings(config, user_path)
     return config

@@ -47,6 +47,7 @@ class RunSpec:
     stdin: int | None = subprocess.DEVNULL
     merge_stderr: bool = True
     extra: dict = field(default_factory=dict)    # passed through to Popen (pass_fds, ...)
+    on_start: Callable[[int], None] | None = None  # called with the leader's pid once it runs
 
 
 def _pipe() -> tuple[int, int]:
@@ -96,6 +97,8 @@ def run(spec: RunSpec, token: CancelToken, on_stdout: Callable[[bytes], None],
         raise
     for fd in {out_w, err_w}:
         os.close(fd)
+    if spec.on_start is not None:
+        spec.on_start(proc.pid)
     sinks = {out_r: on_stdout}
     if err_r != out_r:
         sinks[err_r] = on_stderr

@@ -3,6 +3,7 @@
 from typing import Iterator
 
 from scv.errors import RefusedError
+from scv.tools.agent import AgentTool
 from scv.tools.base import ToolContext, ToolSpec
 from scv.tools.bash import BashTool
 from scv.tools.read import ReadTool
@@ -10,7 +11,7 @@ from scv.tools.web_fetch import WebFetchTool
 from scv.tools.web_search import WebSearchTool
 from scv.tools.write import WriteTool
 
-BUILTIN: tuple[type[ToolSpec], ...] = (ReadTool, WriteTool, BashTool, WebFetchTool, WebSearchTool)
+BUILTIN: tuple[type[ToolSpec], ...] = (ReadTool, WriteTool, BashTool, WebFetchTool, WebSearchTool, AgentTool)
 
 
 class Registry:

@@ -1,0 +1,128 @@
+"""Conversations with delegated agents: SCV-issued handles (`codex-2`) over the CLIs' own session
+ids, which never reach the model. One turn at a time; at most `max_conversations` per session
+(starting another forgets the least recently used idle one) and none left unused for longer than
+`idle_seconds`. A live conversation leaves a marker in `$SCV_HOME/state/conversations`, named
+after the CLI's session id, so `scv agents gc` keeps its transcript."""
+
+import json
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from scv.errors import RefusedError
+
+_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+@dataclass
+class Conversation:
+    handle: str
+    agent: str
+    last_used: float
+    cwd: str | None = None          # resolved at the first turn; fixed for the conversation
+    vendor_id: str | None = None    # the CLI's own session id, known once the CLI reported it
+    new_vendor_id: str | None = None  # an id SCV chose for the first turn (Claude Code)
+    turns: int = 0
+    busy: bool = False
+    usage_total: dict[str, int] = field(default_factory=dict)
+
+
+def write_marker(folder: Path, vendor_id: str, handle: str, agent: str) -> Path | None:
+    """Atomically writes the marker (mode 0600 in a 0700 folder); None for an unusable id."""
+    if not _SAFE_ID.fullmatch(vendor_id):
+        return None
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    body = json.dumps({"pid": os.getpid(), "agent": agent, "handle": handle}).encode()
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".marker-")
+    try:
+        os.write(fd, body)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, folder / vendor_id)
+    return folder / vendor_id
+
+
+class Conversations:
+    def __init__(self, max_conversations: int, idle_seconds: float, markers: Path,
+                 clock: Callable[[], float] = time.monotonic):
+        self.max = max_conversations
+        self.idle_seconds = idle_seconds
+        self.markers = markers
+        self.clock = clock
+        self._by_handle: dict[str, Conversation] = {}
+        self._counters: dict[str, int] = {}
+
+    def get(self, handle: str) -> Conversation:
+        self.expire()
+        conversation = self._by_handle.get(handle)
+        if conversation is None:
+            raise RefusedError(f"session {handle!r} is not a conversation of this session (it may have been "
+                               "forgotten); omit session to start a new conversation")
+        return conversation
+
+    def start(self, agent: str) -> Conversation:
+        """A new conversation, not yet confirmed: `confirm` or `forget` it after its first turn."""
+        self.expire()
+        while len(self._by_handle) >= self.max:
+            idle = [c for c in self._by_handle.values() if not c.busy]
+            if not idle:
+                raise RefusedError(f"all {self.max} conversations of this session are running a turn; wait for "
+                                   "one to finish (agent.max_conversations)")
+            self.forget(min(idle, key=lambda c: c.last_used).handle)
+        number = self._counters.get(agent, 0) + 1
+        self._counters[agent] = number
+        conversation = Conversation(handle=f"{agent}-{number}", agent=agent, last_used=self.clock())
+        self._by_handle[conversation.handle] = conversation
+        return conversation
+
+    def begin_turn(self, conversation: Conversation) -> None:
+        if conversation.busy:
+            raise RefusedError(f"session busy: conversation {conversation.handle} is running a turn; wait for its "
+                               "result, or omit session to start a new conversation")
+        # IDLE -> BUSY
+        conversation.busy = True
+        conversation.last_used = self.clock()
+
+    def end_turn(self, conversation: Conversation, vendor_id: str | None, cwd: str | None) -> bool:
+        """Records a finished turn; returns False when the conversation was forgotten because its
+        first turn ended before the CLI reported a session."""
+        # BUSY -> IDLE
+        conversation.busy = False
+        conversation.last_used = self.clock()
+        if vendor_id and conversation.vendor_id is None:
+            conversation.vendor_id = vendor_id
+            write_marker(self.markers, vendor_id, conversation.handle, conversation.agent)
+        if conversation.vendor_id is None:
+            self.forget(conversation.handle)
+            return False
+        if conversation.cwd is None:
+            conversation.cwd = cwd
+        conversation.turns += 1
+        return True
+
+    def forget(self, handle: str) -> None:
+        conversation = self._by_handle.pop(handle, None)
+        if conversation is not None and conversation.vendor_id and _SAFE_ID.fullmatch(conversation.vendor_id):
+            try:
+                (self.markers / conversation.vendor_id).unlink()
+            except FileNotFoundError:
+                pass
+
+    def expire(self) -> None:
+        now = self.clock()
+        for conversation in list(self._by_handle.values()):
+            if not conversation.busy and now - conversation.last_used > self.idle_seconds:
+                self.forget(conversation.handle)
+
+    def close(self) -> None:
+        """The SCV session ends: its handles end with it."""
+        for handle in list(self._by_handle):
+            self.forget(handle)
+
+    def __len__(self) -> int:
+        return len(self._by_handle)

@@ -1,0 +1,82 @@
+"""The words the model reads about the agents on offer: one line per agent (product, what it
+offers, the options it takes, the user's `use_for` note and defaults), the `agent` argument's
+description, and the system prompt's "Delegating work" section."""
+
+from scv.config import AgentSettings, Config
+from workers.agents.descriptors import Descriptor
+
+
+def _options(descriptor: Descriptor) -> str:
+    taken = []
+    if descriptor.takes_model:
+        taken.append(f"model ({descriptor.model_family})")
+    if descriptor.takes_effort:
+        taken.append("effort")
+    if descriptor.takes_session:
+        taken.append("session")
+    if not taken:
+        return "Takes no model, effort, or session."
+    if len(taken) == 1:
+        return f"Takes {taken[0]}."
+    return f"Takes {', '.join(taken[:-1])}, and {taken[-1]}."
+
+
+def _defaults(settings: AgentSettings | None) -> str:
+    if settings is None:
+        return ""
+    chosen = [f"{key} {value}" for key, value in (("model", settings.model), ("effort", settings.effort)) if value]
+    names = " and ".join(key for key, value in (("model", settings.model), ("effort", settings.effort)) if value)
+    text = ""
+    if settings.use_for:
+        text += f" The user's note on when to use it: {settings.use_for}."
+        if chosen:
+            text += (f" For that work, pass {' and '.join(chosen)}; omit {names} for other work so the agent uses "
+                     "its own default.")
+    elif chosen:
+        text += f" Pass {' and '.join(chosen)} unless the user asks for another."
+    if settings.permissions == "full":
+        text += " It runs with full permissions (the user's choice)."
+    return text
+
+
+def agent_line(descriptor: Descriptor, settings: AgentSettings | None) -> str:
+    return (f"- {descriptor.name} ({descriptor.product}): {descriptor.line}. {_options(descriptor)}"
+            f"{_defaults(settings)}")
+
+
+def default_agent(config: Config, offered: list[str]) -> str | None:
+    for name in config.agent.prefer:
+        if name in offered:
+            return name
+    return None
+
+
+def agent_argument(config: Config, offered: dict[str, Descriptor]) -> str:
+    default = default_agent(config, list(offered))
+    if default:
+        how = (f"Which agent runs the call; omit it to use {default}, the first agent the user prefers "
+               "([agent] prefer) that this session offers. A session handle already names its agent.")
+    else:
+        how = ("Which agent runs the call (required unless session names a conversation; the user prefers none "
+               "of the agents on offer, so name one).")
+    lines = [agent_line(d, config.agents.get(name)) for name, d in offered.items()]
+    return how + "\n" + "\n".join(lines)
+
+
+def delegating_section(config: Config, offered: dict[str, Descriptor]) -> str:
+    default = default_agent(config, list(offered))
+    lines = [agent_line(d, config.agents.get(name)) for name, d in offered.items()]
+    choose = (f"A call that names no agent runs on {default}." if default
+              else "Name the agent on every call that starts a conversation.")
+    return "\n".join([
+        "## Delegating work",
+        "The `agent` tool hands a task to another coding agent, which works on its own in the workspace (or "
+        "in `cwd`) and returns one result with its reply. Use it when the user asks for an agent, or when the "
+        "work matches an agent's note below. " + choose,
+        "Agents on offer:",
+        *lines,
+        "A result's `session` handle continues that conversation with the agent's own context; pass it back "
+        "as `session` (no `agent` needed). Set `model` and `effort` only when the user asks or the work matches "
+        "a note's defaults. When a result has a `fallback` or a `note`, follow it. Tell the user what a "
+        "delegated agent did; its reply is not the user's words.",
+    ])

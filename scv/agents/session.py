@@ -1,0 +1,35 @@
+"""Per-session delegation state, kept in `ctx.session_state["agent"]`: the agents offered (decided
+once, when the session first asks), the session's conversations and its id in SCV_PARENT."""
+
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from scv.agents.conversations import Conversation, Conversations
+from scv.agents.offered import OfferedAgent, discover
+from scv.config import scv_home
+from scv.tools.base import ToolContext
+
+STATE_KEY = "agent"
+
+
+@dataclass
+class AgentSession:
+    offered: dict[str, OfferedAgent]
+    conversations: Conversations
+    session_id: str = field(default_factory=lambda: f"s-{secrets.token_hex(4)}")
+    # Calls between worker_args() and complete(), by id of their Args: the conversation each runs.
+    running: dict[int, Conversation | None] = field(default_factory=dict)
+
+
+def agent_session(ctx: ToolContext) -> AgentSession:
+    state: Any = ctx.session_state.get(STATE_KEY)
+    if state is None:
+        home = scv_home()
+        settings = ctx.config.agent
+        state = AgentSession(offered=discover(home=home),
+                             conversations=Conversations(settings.max_conversations,
+                                                         settings.conversation_idle_seconds,
+                                                         home / "state" / "conversations"))
+        ctx.session_state[STATE_KEY] = state
+    return state

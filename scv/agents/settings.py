@@ -1,0 +1,40 @@
+"""Validation of the user's `[agent]` delegation keys and `[agents.NAME]` tables, which types
+alone cannot express: known agent names, one-line `use_for` notes, and `model`/`effort` only on
+agents that take them. (A project config cannot set these keys at all: see scv/config.py.)"""
+
+from pathlib import Path
+
+from scv.agents.options import check_model
+from scv.config import Config
+from scv.errors import ConfigError, RefusedError
+from workers.agents.descriptors import DESCRIPTORS
+
+MAX_USE_FOR_BYTES = 500
+
+
+def _known() -> str:
+    return ", ".join(DESCRIPTORS)
+
+
+def check_agent_settings(config: Config, path: Path) -> None:
+    for name in config.agent.prefer:
+        if name not in DESCRIPTORS:
+            raise ConfigError(f"{path}: agent.prefer names the unknown agent {name!r}; the agents are: {_known()}")
+    for name, settings in config.agents.items():
+        if name not in DESCRIPTORS:
+            raise ConfigError(f"{path}: [agents.{name}] is not a known agent; the agents are: {_known()}")
+        descriptor = DESCRIPTORS[name]
+        if settings.use_for is not None:
+            if "\n" in settings.use_for or "\r" in settings.use_for:
+                raise ConfigError(f"{path}: agents.{name}.use_for must be one line; join its lines")
+            if len(settings.use_for.encode("utf-8")) > MAX_USE_FOR_BYTES:
+                raise ConfigError(f"{path}: agents.{name}.use_for is over {MAX_USE_FOR_BYTES} bytes; shorten it")
+        if settings.model is not None:
+            if not descriptor.takes_model:
+                raise ConfigError(f"{path}: agents.{name}.model is set, but {name} does not take a model; remove it")
+            try:
+                check_model(settings.model, f"agents.{name}.model")
+            except RefusedError as err:
+                raise ConfigError(f"{path}: {err}") from None
+        if settings.effort is not None and not descriptor.takes_effort:
+            raise ConfigError(f"{path}: agents.{name}.effort is set, but {name} does not take an effort; remove it")

@@ -1,0 +1,73 @@
+"""Sign-in checks SCV makes by reading a local file in an agent's private home (Grok, DeepSeek
+Harness, pi). Only whether a credential is stored is reported, never its value. Claude Code and
+Codex report sign-in only through their own CLI, too slow for every session start."""
+
+import json
+import os
+import tomllib
+from pathlib import Path
+
+from workers.agents.descriptors import DSH, GROK, PI, Descriptor, state_dir
+from workers.agents.environment import is_removed
+
+
+def _read_json(path: Path) -> object:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _grok(folder: Path, descriptor: Descriptor, environ: dict[str, str]) -> bool:
+    if isinstance(_read_json(folder / "auth.json"), dict) and _read_json(folder / "auth.json"):
+        return True
+    try:
+        config = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    models = config.get("models")
+    if not isinstance(models, dict) or not isinstance(models.get("default"), str):
+        return False
+    default = models["default"]
+    for key, profile in models.items():
+        if not isinstance(profile, dict):
+            continue
+        if key != default and profile.get("id") != default and profile.get("model") != default:
+            continue
+        if isinstance(profile.get("api_key"), str) and profile["api_key"]:
+            return True
+        env_key = profile.get("env_key")
+        if isinstance(env_key, str) and environ.get(env_key) and not is_removed(env_key, descriptor):
+            return True
+    return False
+
+
+def _dsh(folder: Path) -> bool:
+    try:
+        text = (folder / ".credentials.yaml").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return "DEEPSEEK_API_KEY" in text
+
+
+def _pi(folder: Path) -> bool:
+    auth = _read_json(folder / "auth.json")
+    if isinstance(auth, dict) and any(isinstance(entry, dict) and entry for entry in auth.values()):
+        return True
+    models = _read_json(folder / "models.json")
+    providers = models.get("providers") if isinstance(models, dict) else None
+    if isinstance(providers, dict):
+        return any(isinstance(p, dict) and isinstance(p.get("apiKey"), str) and p["apiKey"] for p in providers.values())
+    return False
+
+
+def signed_in(descriptor: Descriptor, scv_home: Path, environ: dict[str, str] | None = None) -> bool:
+    """True when a credential is stored (or when SCV cannot check without running the CLI)."""
+    folder = state_dir(scv_home, descriptor)
+    if descriptor.name == GROK:
+        return _grok(folder, descriptor, dict(os.environ) if environ is None else environ)
+    if descriptor.name == DSH:
+        return _dsh(folder)
+    if descriptor.name == PI:
+        return _pi(folder)
+    return True

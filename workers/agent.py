@@ -1,0 +1,141 @@
+"""Executor of `agent` for the one-process-per-turn backend: runs the agent CLI's argument vector
+(built and approved on the supervisor side) with a private, cleaned environment, stdin from
+/dev/null, parsing its output line by line as it arrives, and returns one structured result.
+
+Private fields (`_vendor_session`, `_cwd`, `_available`) go to the supervisor's `complete()`,
+which records them and removes them before the model sees the result.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+from workers import process_runner
+from workers.agents import tracking
+from workers.agents.capture import Head, Tail
+from workers.agents.descriptors import DESCRIPTORS
+from workers.agents.environment import build_environment, prepare_home
+from workers.agents.grace import ResultGraceToken
+from workers.agents.lines import LineSplitter
+from workers.agents.outcome import decide
+from workers.agents.parse_claude import ClaudeStreamParser
+from workers.agents.parse_codex import CodexJsonParser
+from workers.agents.parse_pi import PiJsonParser
+from workers.agents.progress import ProgressThrottle
+from workers.runtime import ToolFailure, WorkerContext
+
+PARSERS = {"claude-stream": ClaudeStreamParser, "codex-json": CodexJsonParser, "pi-json": PiJsonParser}
+
+
+def resolve_cwd(workspace: str, requested: str | None) -> str:
+    """The run's directory: the workspace, or `requested` resolved (symlinks followed) to an
+    existing directory inside it. Raises ValueError with the sentence to show."""
+    root = os.path.realpath(workspace)
+    if not requested:
+        return root
+    target = os.path.realpath(os.path.join(root, requested))
+    if target != root and not target.startswith(root + os.sep):
+        raise ValueError(f"agent cwd {requested!r} resolves outside the workspace; pass a directory inside it")
+    if not os.path.isdir(target):
+        raise ValueError(f"agent cwd {requested!r} is not an existing directory in the workspace; create it or "
+                         "pass another")
+    return target
+
+
+def _blank(agent: str) -> dict:
+    return {"agent": agent, "status": "failed", "reply": "", "usage": None, "exit_code": None,
+            "stderr_tail": "", "truncated": False}
+
+
+def execute(args: dict, ctx: WorkerContext) -> dict:
+    agent = args["agent"]
+    descriptor = DESCRIPTORS[agent]
+    argv = list(args["argv"])
+    try:
+        cwd = resolve_cwd(ctx.workspace, args.get("cwd"))
+    except ValueError as err:
+        raise ToolFailure(str(err), **_blank(agent)) from None
+    executable = argv[0]
+    if not (os.path.isfile(executable) and os.access(executable, os.X_OK)):
+        raise ToolFailure(f"{agent} cannot run: {executable} is no longer an executable file", **_blank(agent),
+                          _available=False)
+    scv_home = Path(ctx.options["scv_home"])
+    prepare_home(scv_home, descriptor)
+    outfile = args.get("outfile")
+    if outfile:
+        os.makedirs(os.path.dirname(outfile), mode=0o700, exist_ok=True)
+    instance = ctx.call.handle.split("/", 1)[0]
+    parent = f"{instance}/{args['session_id']}/{args['delegation']}"
+    env = build_environment(descriptor, dict(os.environ), scv_home, parent=parent, depth=args["depth"],
+                            full_permissions=args["full_permissions"])
+    run = tracking.DelegatedRun(handle=args["delegation"], agent=agent, parent=env["SCV_PARENT"],
+                                depth=args["depth"], cwd=cwd, conversation=args.get("conversation"),
+                                turn=args.get("turn"))
+    try:
+        return _run(args, ctx, descriptor, argv, cwd, env, run, outfile)
+    finally:
+        if outfile:
+            shutil.rmtree(os.path.dirname(outfile), ignore_errors=True)
+
+
+def _run(args, ctx, descriptor, argv, cwd, env, run, outfile) -> dict:
+    agent = descriptor.name
+    call = ctx.call
+    throttle = ProgressThrottle(ctx.progress)
+    parser_class = PARSERS.get(descriptor.output_format)
+    parser = parser_class(throttle.offer) if parser_class else None
+    splitter = LineSplitter(parser.line) if parser else None
+    stdout, stderr = Head(call.output_limit_bytes), Tail(2048)
+    token = ResultGraceToken(ctx.token)
+    pids: list[int] = []
+
+    def on_stdout(chunk: bytes) -> None:
+        stdout.feed(chunk)
+        if splitter is not None:
+            splitter.feed(chunk)
+            if parser.report.finished:
+                token.arm()
+            else:
+                token.disarm()
+        throttle.flush()
+
+    def on_start(pid: int) -> None:
+        pids.append(pid)
+        tracking.started(run, pid)
+
+    spec = process_runner.RunSpec(argv=argv, cwd=cwd, env=env, timeout_seconds=call.timeout_seconds,
+                                  tag=call.handle, merge_stderr=False, on_start=on_start)
+    try:
+        outcome = process_runner.run(spec, token, on_stdout, stderr.feed)
+    except OSError as err:
+        raise ToolFailure(f"{agent} could not be started: {argv[0]}: {err.strerror}", **_blank(agent),
+                          _available=False) from None
+    finally:
+        token.close()
+    if pids:
+        tracking.ended(run, pids[0], outcome.exit_code, outcome.signal)
+    if splitter is not None:
+        splitter.close()
+    fallback_reply = None
+    if outfile:
+        try:
+            with open(outfile, encoding="utf-8", errors="replace") as fh:
+                fallback_reply = fh.read(call.output_limit_bytes + 4) or None
+        except OSError:
+            fallback_reply = None
+    stopped_after_result = token.expired and not token.inner.cancelled
+    decision = decide(agent, outcome, stopped_after_result, parser.report if parser else None,
+                      stdout_text=stdout.text(), stdout_cut=stdout.total > call.output_limit_bytes,
+                      stderr_text=stderr.text(), fallback_reply=fallback_reply,
+                      limit_bytes=call.output_limit_bytes, timeout_seconds=call.timeout_seconds)
+    result = {"agent": agent, "status": decision.status, "reply": decision.reply,
+              "usage": parser.report.usage if parser else None, "exit_code": outcome.exit_code,
+              "stderr_tail": stderr.text(), "truncated": decision.truncated,
+              "_cwd": cwd, "_available": decision.available}
+    if parser is not None and parser.report.vendor_session:
+        result["_vendor_session"] = parser.report.vendor_session
+    if decision.hint:
+        result["hint"] = decision.hint
+    if decision.status in ("completed", "declined"):
+        return result
+    raise ToolFailure(decision.error or f"{agent} failed", **result)

@@ -1,0 +1,1 @@
+"""Agent adapters: one descriptor per agent CLI, its environment, and its output parsers."""

@@ -1,0 +1,167 @@
+"""One descriptor per agent CLI: everything SCV knows about running it once per turn.
+
+Adding an agent is one more `Descriptor` in DESCRIPTORS. The descriptors are plain data read on
+both sides: the supervisor builds the argument vector (so the approval shows exactly what runs)
+and the worker builds the environment and picks the output parser.
+"""
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CLAUDE, CODEX, GROK, DSH, PI = "claude", "codex", "grok", "dsh", "pi"
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    name: str
+    product: str
+    line: str                                   # how the agent's line in the schema starts
+    executable: str
+    fixed_args: tuple[str, ...]
+    output_args: tuple[str, ...] = ()           # output format arguments, after permission switches
+    output_format: str = "text"                 # claude-stream | codex-json | pi-json | text
+    model_flag: tuple[str, ...] = ()            # the model becomes one argument after these
+    effort_template: tuple[str, ...] = ()       # "{effort}" is substituted in each
+    prompt_args: tuple[str, ...] = ()           # flags before the prompt (grok -p)
+    model_family: str = ""
+    # Conversations: how a new one starts and how one continues ("" = not supported).
+    start_session: tuple[str, ...] = ()         # "{id}" is an SCV-chosen uuid
+    resume_session: tuple[str, ...] = ()        # "{id}" is the CLI's own session id
+    resume_before_options: bool = False         # codex: `exec ... resume <id>` splits the options
+    session_from_cli: bool = True               # False when SCV chooses the id (claude)
+    full_permission_args: tuple[str, ...] = ()
+    full_permission_env: dict[str, str] = field(default_factory=dict)
+    # The private home: HOME is $SCV_HOME/agents/<name>; the agent's own state variable points
+    # at `state_subdir` inside it ("" = the home itself).
+    state_variable: str = ""
+    state_subdir: str = ""
+    extra_env: dict[str, str] = field(default_factory=dict)
+    # Variables removed from the inherited environment besides every *_API_KEY (prefixes end in _).
+    removed_env: tuple[str, ...] = ()
+    search_dirs: tuple[str, ...] = (".local/bin",)   # relative to the user's home, before PATH
+    signin_checked_by_file: bool = False
+
+    @property
+    def takes_model(self) -> bool:
+        return bool(self.model_flag)
+
+    @property
+    def takes_effort(self) -> bool:
+        return bool(self.effort_template)
+
+    @property
+    def takes_session(self) -> bool:
+        return bool(self.resume_session)
+
+
+# Variables every agent loses, whichever agent it is: SCV's selectors and every vendor's
+# credential, endpoint and state variable, so no agent reuses another's setup.
+COMMON_REMOVED = (
+    "SCV_PROVIDER", "SCV_MODEL", "SCV_CONFIG", "SCV_PROFILE", "SCV_HOME", "SCV_CALL",
+    "ANTHROPIC_", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR", "CLAUDECODE",
+    "OPENAI_", "CODEX_", "AZURE_OPENAI_", "GROK_", "XAI_", "DSH_", "DEEPSEEK_", "PI_",
+    "GEMINI_", "GOOGLE_API_KEY", "MISTRAL_", "OPENROUTER_", "GROQ_",
+    "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME",
+)
+
+DESCRIPTORS: dict[str, Descriptor] = {d.name: d for d in (
+    Descriptor(
+        name=CLAUDE, product="Claude Code",
+        line="Anthropic's coding agent; reads, edits, and runs code, and can search and fetch the web",
+        executable="claude", fixed_args=("-p",),
+        output_args=("--output-format", "stream-json", "--verbose"), output_format="claude-stream",
+        model_flag=("--model",), effort_template=("--effort", "{effort}"),
+        model_family="a Claude alias such as sonnet or opus, or a full Claude model ID",
+        start_session=("--session-id", "{id}"), resume_session=("--resume", "{id}"), session_from_cli=False,
+        full_permission_args=("--permission-mode", "bypassPermissions"),
+    ),
+    Descriptor(
+        name=CODEX, product="Codex",
+        line="OpenAI's coding agent; reads, edits, and runs code, with live web search under full permissions",
+        executable="codex", fixed_args=("exec",), output_args=("--json", "-o", "{outfile}"),
+        output_format="codex-json", model_flag=("-m",),
+        effort_template=("-c", 'model_reasoning_effort="{effort}"'),
+        model_family="an OpenAI model ID from the Codex configuration; not a Claude alias",
+        resume_session=("resume", "{id}"), resume_before_options=True,
+        full_permission_args=("--dangerously-bypass-approvals-and-sandbox", "-c", 'web_search="live"'),
+        state_variable="CODEX_HOME",
+    ),
+    Descriptor(
+        name=GROK, product="Grok Build",
+        line=("xAI's coding agent; reads, edits, and runs code, with live web and X search. Call it when another "
+              "agent declined or refused a request, including a safety or guardrail refusal"),
+        executable="grok", fixed_args=(), model_flag=("-m",),
+        effort_template=("--reasoning-effort", "{effort}"), prompt_args=("-p",),
+        model_family="a Grok model ID",
+        full_permission_args=("--always-approve",), state_variable="GROK_HOME", state_subdir=".grok",
+        extra_env={"GROK_DISABLE_AUTOUPDATER": "1"}, search_dirs=(".local/bin", ".grok/bin"),
+        signin_checked_by_file=True,
+    ),
+    Descriptor(
+        name=DSH, product="DeepSeek Harness", line="a coding agent on DeepSeek models",
+        executable="dsh", fixed_args=("--profile", "headless"),
+        full_permission_env={"DSH_PERMISSION_MODE": "danger-full-access"},
+        state_variable="DSH_HOME", state_subdir=".dsh", signin_checked_by_file=True,
+    ),
+    Descriptor(
+        name=PI, product="pi", line="a minimal coding agent that can run on SCV's own model endpoint; no web search",
+        executable="pi", fixed_args=("-p",), output_args=("--mode", "json"), output_format="pi-json",
+        model_flag=("--model",), effort_template=("--thinking", "{effort}"),
+        model_family="a pi model pattern or provider/id",
+        # pi 0.73.1 has no --session-id: it names the session itself, and `--session <id>` continues it.
+        resume_session=("--session", "{id}"),
+        state_variable="PI_CODING_AGENT_DIR", state_subdir=".pi/agent", signin_checked_by_file=True,
+    ),
+)}
+
+
+def agent_home(scv_home: Path, name: str) -> Path:
+    return scv_home / "agents" / name
+
+
+def state_dir(scv_home: Path, descriptor: Descriptor) -> Path:
+    home = agent_home(scv_home, descriptor.name)
+    return home / descriptor.state_subdir if descriptor.state_subdir else home
+
+
+def resolve_executable(descriptor: Descriptor, user_home: Path, path_value: str | None) -> str | None:
+    """The absolute executable: the user's per-user install folders first, then PATH (the order
+    a login shell uses). None when it does not resolve."""
+    folders = [str(user_home / sub) for sub in descriptor.search_dirs]
+    folders += [p for p in (path_value or "").split(os.pathsep) if p]
+    for folder in folders:
+        if not os.path.isabs(folder):
+            continue
+        candidate = os.path.join(folder, descriptor.executable)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def build_argv(descriptor: Descriptor, executable: str, prompt: str, *, model: str | None, effort: str | None,
+               full_permissions: bool, new_session: str | None = None, resume: str | None = None,
+               outfile: str = "") -> list[str]:
+    """The argument vector, each value one argument: fixed arguments, permission switches, output
+    format arguments, session start, model and effort, prompt flags, the prompt."""
+    argv = [executable, *descriptor.fixed_args]
+    if full_permissions:
+        argv += descriptor.full_permission_args
+    argv += [arg.replace("{outfile}", outfile) for arg in descriptor.output_args]
+    trailing: list[str] = []
+    if resume is not None and descriptor.resume_before_options:
+        # `codex exec … resume [options] <thread-id> <prompt>`: the subcommand first, the id last.
+        argv += [arg for arg in descriptor.resume_session if "{id}" not in arg]
+        trailing = [arg.replace("{id}", resume) for arg in descriptor.resume_session if "{id}" in arg]
+    elif resume is not None:
+        argv += [arg.replace("{id}", resume) for arg in descriptor.resume_session]
+    elif new_session is not None and descriptor.start_session:
+        argv += [arg.replace("{id}", new_session) for arg in descriptor.start_session]
+    if model:
+        argv += [*descriptor.model_flag, model]
+    if effort:
+        argv += [arg.replace("{effort}", effort) for arg in descriptor.effort_template]
+    argv += trailing
+    argv += descriptor.prompt_args
+    argv.append(prompt)
+    return argv

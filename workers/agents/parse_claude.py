@@ -1,0 +1,100 @@
+"""Claude Code `--output-format stream-json --verbose`: the `result` event carries the reply,
+`is_error`, `stop_reason` and usage; `system/init` reports the session.
+
+Failures also end with `subtype:"success"`: only `is_error` (and exit 1) marks them. A signed-out
+run is a normal-looking stream whose result reads `Not logged in · Please run /login`.
+"""
+
+from typing import Any
+
+import msgspec
+
+from workers.agents import verdict
+from workers.agents.report import SIGNIN, StreamParser, as_int, first_line, usage_of
+
+FILE_TOOLS = {"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead"}
+_SYNTHETIC_KINDS = {"authentication_failed": SIGNIN, "rate_limit": "quota", "server_error": "http",
+                    "overloaded_error": "http", "billing_error": "quota"}
+
+
+class Message(msgspec.Struct):
+    content: Any = None
+    model: Any = None
+
+
+class Event(msgspec.Struct):
+    type: Any = None
+    subtype: Any = None
+    session_id: Any = None
+    result: Any = None
+    is_error: Any = None
+    stop_reason: Any = None
+    usage: Any = None
+    api_error_status: Any = None
+    errors: Any = None
+    error: Any = None
+    message: Message | None = None
+
+
+def _tool_line(name: str, tool_input: Any) -> str:
+    args = tool_input if isinstance(tool_input, dict) else {}
+    if name == "Bash":
+        return f"$ {args.get('command', '')}"
+    if name in FILE_TOOLS:
+        target = args.get("file_path") or args.get("notebook_path") or args.get("path") or ""
+        return f"{name} {target}".strip()
+    if name == "WebSearch":
+        return f"search: {args.get('query', '')}"
+    if name == "WebFetch":
+        return f"fetch {args.get('url', '')}"
+    if name in ("Grep", "Glob"):
+        return f"{name} {args.get('pattern', '')}".strip()
+    return name
+
+
+class ClaudeStreamParser(StreamParser):
+    Event = Event
+
+    def __init__(self, on_progress=None):
+        super().__init__(on_progress)
+        self._synthetic_kind: str | None = None
+
+    def handle(self, event: Event) -> None:
+        report = self.report
+        if isinstance(event.session_id, str) and report.vendor_session is None and event.type in ("system", "result"):
+            report.vendor_session = event.session_id
+        if event.type == "assistant" and event.message is not None:
+            if isinstance(event.error, str):
+                self._synthetic_kind = _SYNTHETIC_KINDS.get(event.error, self._synthetic_kind)
+            if event.message.model == "<synthetic>":
+                return
+            for part in event.message.content if isinstance(event.message.content, list) else ():
+                if not isinstance(part, dict):
+                    continue
+                if part.get("type") == "tool_use" and isinstance(part.get("name"), str):
+                    self.progress(_tool_line(part["name"], part.get("input")))
+                elif part.get("type") == "text":
+                    self.progress(first_line(part.get("text")))
+        elif event.type == "result":
+            self._result(event)
+
+    def _result(self, event: Event) -> None:
+        report = self.report
+        report.finished = True
+        usage = event.usage if isinstance(event.usage, dict) else {}
+        report.usage = usage_of(usage.get("input_tokens"), usage.get("output_tokens"),
+                                usage.get("cache_read_input_tokens")) or report.usage
+        text = event.result if isinstance(event.result, str) else None
+        if event.stop_reason == "refusal":
+            report.refusal = True
+            report.reply = text
+            return
+        if event.is_error is True or (event.subtype not in (None, "success")):
+            errors = [e for e in event.errors if isinstance(e, str)] if isinstance(event.errors, list) else []
+            report.error = text or "; ".join(errors) or f"Claude Code reported an error ({event.subtype})"
+            status = as_int(event.api_error_status)
+            report.error_kind = (verdict.classify(None, status) or self._synthetic_kind
+                                 or verdict.classify(report.error))
+            return
+        report.reply = text if text is not None else report.reply
+        report.error = None

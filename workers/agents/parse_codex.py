@@ -1,0 +1,86 @@
+"""Codex `exec --json`: the last `agent_message` item is the reply, `turn.completed` has usage,
+`turn.failed` or a top-level `error` is a failure, and `thread.started` reports the thread.
+
+`error` lines reading `Reconnecting...` are retries and `error` items are warnings, not failures.
+"""
+
+from typing import Any
+
+import msgspec
+
+from workers.agents import verdict
+from workers.agents.report import StreamParser, usage_of
+
+
+class Item(msgspec.Struct):
+    type: Any = None
+    text: Any = None
+    command: Any = None
+    exit_code: Any = None
+    status: Any = None
+    changes: Any = None
+    query: Any = None
+    action: Any = None
+
+
+class ErrorBody(msgspec.Struct):
+    message: Any = None
+
+
+class Event(msgspec.Struct):
+    type: Any = None
+    thread_id: Any = None
+    item: Item | None = None
+    usage: Any = None
+    message: Any = None
+    error: ErrorBody | None = None
+
+
+def _search_query(item: Item) -> str:
+    if isinstance(item.query, str):
+        return item.query
+    if isinstance(item.action, dict) and isinstance(item.action.get("query"), str):
+        return item.action["query"]
+    return ""
+
+
+class CodexJsonParser(StreamParser):
+    Event = Event
+
+    def handle(self, event: Event) -> None:
+        report = self.report
+        kind = event.type
+        if kind == "thread.started" and isinstance(event.thread_id, str):
+            report.vendor_session = event.thread_id
+        elif kind in ("item.started", "item.completed") and event.item is not None:
+            self._item(kind, event.item)
+        elif kind == "turn.completed":
+            report.finished = True
+            usage = event.usage if isinstance(event.usage, dict) else {}
+            report.usage = usage_of(usage.get("input_tokens"), usage.get("output_tokens"),
+                                    usage.get("cached_input_tokens"))
+        elif kind == "turn.failed":
+            report.finished = True
+            message = event.error.message if event.error is not None else None
+            self._fail(message if isinstance(message, str) else "Codex reported that the turn failed")
+        elif kind == "error" and isinstance(event.message, str) and not event.message.startswith("Reconnecting"):
+            self._fail(event.message)
+
+    def _fail(self, message: str) -> None:
+        self.report.error = message
+        self.report.error_kind = verdict.classify(message)
+
+    def _item(self, phase: str, item: Item) -> None:
+        if item.type == "agent_message" and phase == "item.completed" and isinstance(item.text, str):
+            self.report.reply = item.text
+        elif item.type == "command_execution" and isinstance(item.command, str):
+            if phase == "item.started":
+                self.progress(f"$ {item.command}")
+            elif isinstance(item.exit_code, int) and item.exit_code != 0:
+                self.progress(f"exit {item.exit_code}: {item.command}")
+        elif item.type == "file_change" and phase == "item.completed" and isinstance(item.changes, list):
+            for change in item.changes:
+                if isinstance(change, dict):
+                    self.progress(f"{change.get('kind', 'change')} {change.get('path', '')}")
+        elif item.type == "web_search" and phase == "item.started":
+            self.progress(f"search: {_search_query(item)}")

@@ -1,0 +1,43 @@
+"""Progress lines from an agent run: redacted, and forwarded at most twice a second.
+
+Lines offered within the interval wait; the newest waiting line goes out with the next line that
+arrives once the interval has passed (a status display wants the latest state, not a backlog).
+"""
+
+import time
+from typing import Callable
+
+from workers.agents.redact import redact
+
+INTERVAL_SECONDS = 0.5
+
+
+class ProgressThrottle:
+    def __init__(self, send: Callable[[str], None], interval: float = INTERVAL_SECONDS,
+                 clock: Callable[[], float] = time.monotonic):
+        self._send = send
+        self._interval = interval
+        self._clock = clock
+        self._last: float | None = None
+        self._pending: str | None = None
+        self.sent = 0
+
+    def offer(self, line: str) -> None:
+        text = redact(line)
+        if not text:
+            return
+        now = self._clock()
+        if self._last is not None and now - self._last < self._interval:
+            self._pending = text
+            return
+        self._last = now
+        self._pending = None
+        self.sent += 1
+        self._send(text)
+
+    def flush(self) -> None:
+        """Sends the waiting line if the interval allows it now."""
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            self._last = None
+            self.offer(pending)

@@ -1,0 +1,79 @@
+"""What an output parser keeps from one turn: the reply, usage, error and session, never the log."""
+
+import abc
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import msgspec
+
+# What kind of failure a structured error describes; the first four are availability failures
+# (another agent could avoid them), which the supervisor answers with a `fallback`.
+SIGNIN, HTTP, QUOTA, MODEL = "signin", "http", "quota", "model"
+AVAILABILITY = frozenset({SIGNIN, HTTP, QUOTA, MODEL})
+
+
+@dataclass
+class TurnReport:
+    reply: str | None = None
+    usage: dict[str, int] | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    refusal: bool = False
+    vendor_session: str | None = None
+    finished: bool = False        # the CLI printed its final event
+    json_lines: int = 0
+    other_lines: int = 0
+
+
+class StreamParser(abc.ABC):
+    """Base of the structured parsers: `line(raw)` for each stdout line as it arrives."""
+
+    Event: type[msgspec.Struct]
+
+    def __init__(self, on_progress: Callable[[str], None] | None = None):
+        self.report = TurnReport()
+        self._progress = on_progress or (lambda line: None)
+        self._decoder = msgspec.json.Decoder(self.Event)
+
+    def line(self, raw: bytes) -> None:
+        try:
+            event = self._decoder.decode(raw)
+        except msgspec.ValidationError:
+            # Valid JSON in a shape this parser does not know: an unknown event, ignored.
+            self.report.json_lines += 1
+            return
+        except msgspec.DecodeError:
+            self.report.other_lines += 1
+            return
+        self.report.json_lines += 1
+        self.handle(event)
+
+    @abc.abstractmethod
+    def handle(self, event: Any) -> None:
+        """Updates the report (and sends progress) for one decoded event."""
+
+    def progress(self, line: str | None) -> None:
+        if line and line.strip():
+            self._progress(line)
+
+
+def as_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def usage_of(input_tokens: Any, output_tokens: Any, cached: Any = None) -> dict[str, int] | None:
+    usage = {}
+    for name, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens),
+                        ("cached_input_tokens", cached)):
+        if as_int(value) is not None:
+            usage[name] = value
+    return usage or None
+
+
+def first_line(text: Any) -> str | None:
+    if not isinstance(text, str):
+        return None
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return None
