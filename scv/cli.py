@@ -31,6 +31,8 @@ def _register() -> None:
     main.add_command(tool.tools_command)
     from scv.commands import exec as exec_
     main.add_command(exec_.exec_command)
+    from scv.commands import server
+    main.add_command(server.server_command)
 
 
 _register()

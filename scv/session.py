@@ -79,8 +79,9 @@ class Session:
     def new_turn_id(self) -> str:
         return f"turn-{next(self._turn_ids)}"
 
-    def run_turn(self, prompt: str, *, cancel: Cancellation, origin: dict[str, Any] | None = None) -> TurnOutcome:
-        return run_turn(self, prompt, cancel=cancel, origin=origin)
+    def run_turn(self, prompt: str, *, cancel: Cancellation, origin: dict[str, Any] | None = None,
+                 turn_id: str | None = None) -> TurnOutcome:
+        return run_turn(self, prompt, cancel=cancel, origin=origin, turn_id=turn_id)
 
     # --- approvals ---------------------------------------------------------------------------
 

@@ -46,9 +46,9 @@ def _with_origin(params: dict[str, Any], origin: dict[str, Any] | None) -> dict[
     return params
 
 
-def run_turn(session: "Session", prompt: str, *, cancel: Cancellation,
-             origin: dict[str, Any] | None = None) -> TurnOutcome:
-    turn_id = session.new_turn_id()
+def run_turn(session: "Session", prompt: str, *, cancel: Cancellation, origin: dict[str, Any] | None = None,
+             turn_id: str | None = None) -> TurnOutcome:
+    turn_id = turn_id or session.new_turn_id()
     emit = session.emit
     emit(ev.TURN_STARTED, _with_origin({"turn_id": turn_id, "prompt": prompt}, origin))
     outcome = TurnOutcome(turn_id=turn_id, status="failed")

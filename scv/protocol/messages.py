@@ -1,0 +1,176 @@
+"""The client protocol's messages as msgspec Structs, one decoder per direction.
+
+Client -> server: requests, a union tagged by `method`, each with its own params Struct
+(`forbid_unknown_fields`, snake_case names). A message that does not decode is classified
+into the JSON-RPC error the server answers with (parse error, invalid request, method not
+found, invalid params), keeping the request's id when it has one.
+Server -> client: responses, errors and notifications, decoded by clients as one Struct.
+"""
+
+from typing import Annotated, Any, Literal, Union
+
+import msgspec
+from msgspec import Meta
+
+PROTOCOL_VERSION = 3
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+SERVER_ERROR = -32000       # the request was understood but cannot be done now (state, config)
+
+RequestId = Union[int, str, None]
+
+
+# --- params ------------------------------------------------------------------------------------
+
+class InitializeParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    protocol_version: int
+
+
+class SessionStartParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    cwd: str | None = None
+    delegation_depth: Annotated[int, Meta(ge=0, le=64)] = 0
+    model: str | None = None
+    auto_approve: bool = False
+    system_prompt: str | None = None
+
+
+class TurnStartParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    prompt: Annotated[str, Meta(min_length=1)]
+
+
+class NoParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+class ApprovalResolveParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    id: str
+    approved: bool
+
+
+# --- client -> server --------------------------------------------------------------------------
+
+class _Request(msgspec.Struct, tag_field="method", forbid_unknown_fields=True, kw_only=True):
+    jsonrpc: Literal["2.0"]
+    id: RequestId = None        # None: a notification, answered with nothing
+
+
+class Initialize(_Request, tag="initialize"):
+    params: InitializeParams
+
+
+class SessionStart(_Request, tag="session.start"):
+    params: SessionStartParams = msgspec.field(default_factory=SessionStartParams)
+
+
+class TurnStart(_Request, tag="turn.start"):
+    params: TurnStartParams
+
+
+class TurnCancel(_Request, tag="turn.cancel"):
+    params: NoParams = msgspec.field(default_factory=NoParams)
+
+
+class ApprovalResolve(_Request, tag="approval.resolve"):
+    params: ApprovalResolveParams
+
+
+class SessionClose(_Request, tag="session.close"):
+    params: NoParams = msgspec.field(default_factory=NoParams)
+
+
+ClientRequest = Union[Initialize, SessionStart, TurnStart, TurnCancel, ApprovalResolve, SessionClose]
+METHODS = ("initialize", "session.start", "turn.start", "turn.cancel", "approval.resolve", "session.close")
+
+_client_decoder = msgspec.json.Decoder(ClientRequest)
+
+
+class BadMessage(Exception):
+    """A client message the server cannot act on: the JSON-RPC error to answer with."""
+
+    def __init__(self, code: int, message: str, id: RequestId = None):
+        super().__init__(message)
+        self.code = code
+        self.id = id
+
+
+def decode_request(line: bytes) -> ClientRequest:
+    try:
+        return _client_decoder.decode(line)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise _classify(line, exc) from None
+
+
+def _classify(line: bytes, exc: Exception) -> BadMessage:
+    try:
+        data = msgspec.json.decode(line)
+    except msgspec.DecodeError:
+        return BadMessage(PARSE_ERROR, "the message is not valid JSON; send one JSON-RPC object per line")
+    if not isinstance(data, dict):
+        return BadMessage(INVALID_REQUEST, "the message is not a JSON object; send a JSON-RPC 2.0 request")
+    raw_id = data.get("id")
+    id = raw_id if isinstance(raw_id, (int, str)) and not isinstance(raw_id, bool) else None
+    if data.get("jsonrpc") != "2.0":
+        return BadMessage(INVALID_REQUEST, "the message lacks \"jsonrpc\": \"2.0\"", id)
+    if "id" in data and id is None and raw_id is not None:
+        return BadMessage(INVALID_REQUEST, "the request id must be a number or a string")
+    method = data.get("method")
+    if not isinstance(method, str):
+        return BadMessage(INVALID_REQUEST, "the request has no \"method\" string", id)
+    if method not in METHODS:
+        return BadMessage(METHOD_NOT_FOUND, f"unknown method {method[:100]!r}; the methods are: {', '.join(METHODS)}",
+                          id)
+    text = str(exc)
+    return BadMessage(INVALID_PARAMS, f"invalid {method} request: {text[0].lower() + text[1:] if text else text}", id)
+
+
+# --- server -> client --------------------------------------------------------------------------
+
+class ErrorObject(msgspec.Struct):
+    code: int
+    message: str
+
+
+class Response(msgspec.Struct, kw_only=True):
+    jsonrpc: str = "2.0"
+    id: RequestId
+    result: Any
+
+
+class ErrorResponse(msgspec.Struct, kw_only=True):
+    jsonrpc: str = "2.0"
+    id: RequestId
+    error: ErrorObject
+
+
+class Notification(msgspec.Struct, kw_only=True):
+    jsonrpc: str = "2.0"
+    method: str
+    params: dict[str, Any]
+
+
+class ServerMessage(msgspec.Struct, kw_only=True):
+    """Any server message, as a client decodes it: a response has `id` and `result` or `error`;
+    a notification has `method` and `params`."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId = None
+    result: Any = None
+    error: ErrorObject | None = None
+    method: str | None = None
+    params: dict[str, Any] | None = None
+
+
+_encoder = msgspec.json.Encoder()
+_server_decoder = msgspec.json.Decoder(ServerMessage)
+
+
+def encode(message: Response | ErrorResponse | Notification) -> bytes:
+    return _encoder.encode(message) + b"\n"
+
+
+def decode_server_message(line: bytes) -> ServerMessage:
+    return _server_decoder.decode(line)

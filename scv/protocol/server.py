@@ -1,0 +1,284 @@
+"""`scv server --stdio`: one client on stdin/stdout, newline-delimited JSON-RPC 2.0.
+
+The main thread reads requests; a turn runs in its own thread, one at a time, so `turn.cancel`
+and `approval.resolve` are read while it runs. Turns the session starts on its own (queued
+with `Session.queue_turn`) run when no turn is running. When the client goes away (EOF, a
+broken stdout) or the process gets SIGINT/SIGTERM, the running turn is cancelled, its tool
+call's processes are stopped, and `serve` returns.
+"""
+
+import signal
+import threading
+import uuid
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from scv import __version__
+from scv import events as ev
+from scv.cancellation import Cancellation
+from scv.commands.common import resolve_workspace
+from scv.config import load_config
+from scv.errors import ScvError
+from scv.protocol.messages import (INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_BYTES, PROTOCOL_VERSION,
+                                   SERVER_ERROR, ApprovalResolve, BadMessage, ErrorObject, ErrorResponse,
+                                   Initialize, Notification, Response, SessionClose, SessionStart, TurnCancel,
+                                   TurnStart, decode_request, encode)
+from scv.providers.factory import build_provider
+from scv.session import Session
+from scv.supervisor import CANCEL_SECONDS, Supervisor
+from scv.tools.base import Risk, ToolContext
+
+TOOL_STOP_WAIT = CANCEL_SECONDS + 4.0
+OTHER_STOP_WAIT = 1.0
+
+
+class _Stop(Exception):
+    """SIGINT or SIGTERM: leave the read loop as on EOF."""
+
+
+class _Approval:
+    def __init__(self):
+        self.answered = threading.Event()
+        self.approved = False
+
+
+class StdioServer:
+    def __init__(self, supervisor: Supervisor, stdin: BinaryIO, stdout: BinaryIO, *, script: Path | None = None):
+        self.supervisor = supervisor
+        self.stdin = stdin
+        self.stdout = stdout
+        self.script = script
+        self.initialized = False
+        self.session: Session | None = None
+        self.client_gone = False
+        self._write_lock = threading.Lock()
+        self._state = threading.Lock()
+        self._approvals: dict[str, _Approval] = {}
+        self._running = False
+        self._thread: threading.Thread | None = None
+        self._cancel: Cancellation | None = None
+        self._closing = False
+
+    # --- output ------------------------------------------------------------------------------
+
+    def _write(self, message) -> None:
+        data = encode(message)
+        with self._write_lock:
+            if self.client_gone:
+                return
+            try:
+                self.stdout.write(data)
+                self.stdout.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                self.client_gone = True     # nobody reads any more: treated like EOF
+
+    def _respond(self, id, result: Any) -> None:
+        if id is not None:
+            self._write(Response(id=id, result=result))
+
+    def _error(self, id, code: int, message: str) -> None:
+        self._write(ErrorResponse(id=id, error=ErrorObject(code=code, message=message)))
+
+    def notify(self, name: str, params: dict[str, Any]) -> None:
+        if name == ev.APPROVAL_REQUESTED:
+            # Registered before the client can see the id, so a fast answer finds it.
+            with self._state:
+                self._approvals[params["id"]] = _Approval()
+            params = {k: params[k] for k in ("id", "tool", "risk", "summary", "turn_id")}
+        self._write(Notification(method=name, params=params))
+
+    # --- approvals ---------------------------------------------------------------------------
+
+    def _ask(self, request_id: str, tool: str, risk: Risk, summary: str, cancel: Cancellation) -> bool:
+        with self._state:
+            waiter = self._approvals.get(request_id)
+        if waiter is None:
+            return False
+        try:
+            while not waiter.answered.wait(0.05):
+                if cancel.cancelled or self.client_gone or self._closing:
+                    return False    # a turn cancelled while waiting denies the request
+            return waiter.approved
+        finally:
+            with self._state:
+                self._approvals.pop(request_id, None)
+
+    # --- the read loop -----------------------------------------------------------------------
+
+    def serve(self) -> int:
+        def on_signal(signum, frame):
+            raise _Stop()
+
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            while not self.client_gone:
+                line = self.stdin.readline(MAX_MESSAGE_BYTES + 1)
+                if not line:
+                    break
+                if len(line) > MAX_MESSAGE_BYTES and not line.endswith(b"\n"):
+                    self._skip_rest_of_line()
+                    self._error(None, INVALID_REQUEST, f"a message is over {MAX_MESSAGE_BYTES} bytes; it was skipped")
+                    continue
+                if line.strip():
+                    self._handle(line)
+        except _Stop:
+            pass
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self._shutdown()
+        return 0
+
+    def _skip_rest_of_line(self) -> None:
+        while True:
+            chunk = self.stdin.readline(MAX_MESSAGE_BYTES)
+            if not chunk or chunk.endswith(b"\n"):
+                return
+
+    def _handle(self, line: bytes) -> None:
+        try:
+            request = decode_request(line)
+        except BadMessage as bad:
+            self._error(bad.id, bad.code, str(bad))
+            return
+        try:
+            match request:
+                case Initialize(params=params):
+                    if params.protocol_version != PROTOCOL_VERSION:
+                        raise BadMessage(INVALID_PARAMS, f"this server speaks protocol_version {PROTOCOL_VERSION}, "
+                                                         f"not {params.protocol_version}", request.id)
+                    self.initialized = True
+                    self._respond(request.id, {"protocol_version": PROTOCOL_VERSION,
+                                               "server": {"name": "scv", "version": __version__}})
+                case _ if not self.initialized:
+                    raise BadMessage(SERVER_ERROR, "send initialize first", request.id)
+                case SessionStart(params=params):
+                    self._respond(request.id, self._start_session(params, request.id))
+                case TurnStart(params=params):
+                    self._start_turn(params.prompt, request.id)
+                case TurnCancel():
+                    self._respond(request.id, {"cancelled": self._cancel_turn("cancelled")})
+                case ApprovalResolve(params=params):
+                    with self._state:
+                        waiter = self._approvals.get(params.id)
+                    if waiter is None:
+                        raise BadMessage(INVALID_PARAMS, f"no approval request {params.id!r} is waiting", request.id)
+                    waiter.approved = params.approved
+                    waiter.answered.set()
+                    self._respond(request.id, {})
+                case SessionClose():
+                    self._close_session()
+                    self._respond(request.id, {})
+        except BadMessage as bad:
+            self._error(bad.id, bad.code, str(bad))
+
+    # --- sessions and turns ------------------------------------------------------------------
+
+    def _start_session(self, params, id) -> dict[str, Any]:
+        if self.session is not None:
+            raise BadMessage(SERVER_ERROR, "a session is already open; send session.close first", id)
+        try:
+            root = resolve_workspace(params.cwd)
+            config = load_config(root)
+            provider = build_provider(config, script=self.script, model=params.model)
+        except ScvError as err:
+            raise BadMessage(SERVER_ERROR, str(err), id) from None
+        ctx = ToolContext(workspace=root, config=config, delegation_depth=params.delegation_depth)
+        session = Session(self.supervisor, ctx, provider, emit=self.notify, asker=self._ask,
+                          auto_approve=params.auto_approve, base_prompt=params.system_prompt)
+        session.on_queued = self._run_queued
+        self.session = session
+        return {"session_id": f"session-{uuid.uuid4().hex[:12]}", "workspace": str(root), "provider": provider.name,
+                "model": provider.model, "tools": session.registry.names()}
+
+    def _reserve(self) -> bool:
+        with self._state:
+            if self._running:
+                return False
+            self._running = True
+            return True
+
+    def _start_turn(self, prompt: str, id) -> None:
+        session = self.session
+        if session is None:
+            raise BadMessage(SERVER_ERROR, "no session is open; send session.start first", id)
+        if not self._reserve():
+            raise BadMessage(SERVER_ERROR, "a turn is already running; wait for turn.completed or send turn.cancel",
+                             id)
+        turn_id = session.new_turn_id()
+        self._cancel = Cancellation()       # before the client knows the turn, so turn.cancel finds it
+        self._respond(id, {"turn_id": turn_id})
+        self._launch(session, (prompt, None, turn_id))
+
+    def _run_queued(self) -> None:
+        session = self.session
+        if session is not None and not self._closing and self._reserve():
+            self._launch(session, None)
+
+    def _launch(self, session: Session, first) -> None:
+        thread = threading.Thread(target=self._turns, args=(session, first), name="scv-turn", daemon=True)
+        self._thread = thread
+        thread.start()
+
+    def _turns(self, session: Session, first) -> None:
+        try:
+            item = first
+            while not self._closing and not self.client_gone:
+                if item is None:
+                    queued = session.next_queued()
+                    if queued is None:
+                        break
+                    item = (queued.prompt, queued.origin, None)
+                    self._cancel = Cancellation()
+                prompt, origin, turn_id = item
+                item = None
+                cancel = self._cancel
+                try:
+                    session.run_turn(prompt, cancel=cancel, origin=origin, turn_id=turn_id)
+                finally:
+                    with self._state:       # _cancel_turn uses it under the same lock
+                        self._cancel = None
+                        cancel.close()
+        finally:
+            with self._state:
+                self._running = False
+        # Something queued while this thread was finishing starts its own turn.
+        if session.held() and not self._closing:
+            self._run_queued()
+
+    def _cancel_turn(self, reason: str) -> bool:
+        with self._state:
+            cancel = self._cancel
+            if cancel is None or cancel.cancelled:
+                return False
+            if self.session is not None:
+                self.session.cancel_reason = reason
+            cancel.cancel()     # RUNNING -> CANCELLING: the tool call stops, the turn ends
+            return True
+
+    def _wait_for_turn(self) -> None:
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return
+        phase = self.session.phase if self.session else "idle"
+        thread.join(TOOL_STOP_WAIT if phase == "tool" else OTHER_STOP_WAIT)
+
+    def _close_session(self) -> None:
+        session = self.session
+        if session is None:
+            return
+        self._closing = True
+        self._cancel_turn("session_closed")
+        self._wait_for_turn()
+        session.close()
+        self.session = None
+        self._closing = False
+
+    def _shutdown(self) -> None:
+        # stdout may still be read after stdin closed: the turn's last events are still written.
+        self._closing = True
+        self._cancel_turn("client_gone")
+        self._wait_for_turn()
+        if self.session is not None:
+            self.session.close()
+            self.session = None
