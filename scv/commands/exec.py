@@ -50,6 +50,8 @@ class Output:
             if self.as_json:
                 sys.stdout.buffer.write(msgspec.json.encode({"type": name, **params}) + b"\n")
                 sys.stdout.flush()
+                if name == ev.TURN_FAILED:
+                    click.echo(f"scv: {params['error']}", err=True)
                 return
             if name == ev.TOOL_STARTED:
                 what = params.get("summary") or params["arguments"]
