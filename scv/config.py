@@ -59,8 +59,8 @@ class AgentSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """[agents.NAME]: the user's notes and defaults for one delegated agent."""
     use_for: str | None = None
     model: str | None = None
-    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
-    permissions: Literal["default", "full"] = "default"
+    effort: str | None = None               # low, medium, high, xhigh or max (checked with the agent)
+    permissions: str = "default"            # "default" or "full" (the CLI's own full-autonomy switches)
 
 
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

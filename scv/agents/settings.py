@@ -4,7 +4,7 @@ agents that take them. (A project config cannot set these keys at all: see scv/c
 
 from pathlib import Path
 
-from scv.agents.options import check_model
+from scv.agents.options import EFFORTS, check_model
 from scv.config import Config
 from scv.errors import ConfigError, RefusedError
 from workers.agents.descriptors import DESCRIPTORS
@@ -36,5 +36,13 @@ def check_agent_settings(config: Config, path: Path) -> None:
                 check_model(settings.model, f"agents.{name}.model")
             except RefusedError as err:
                 raise ConfigError(f"{path}: {err}") from None
-        if settings.effort is not None and not descriptor.takes_effort:
-            raise ConfigError(f"{path}: agents.{name}.effort is set, but {name} does not take an effort; remove it")
+        if settings.effort is not None:
+            if not descriptor.takes_effort:
+                raise ConfigError(f"{path}: agents.{name}.effort is set, but {name} does not take an effort; "
+                                  "remove it")
+            if settings.effort not in EFFORTS:
+                raise ConfigError(f"{path}: agents.{name}.effort {settings.effort!r} is not one of "
+                                  f"{', '.join(EFFORTS)}; pick one")
+        if settings.permissions not in ("default", "full"):
+            raise ConfigError(f"{path}: agents.{name}.permissions {settings.permissions!r} is not \"default\" or "
+                              "\"full\"; pick one")

@@ -94,6 +94,9 @@ class AgentTool(ToolSpec):
         requested = blank_to_none(args.agent)
         handle = blank_to_none(args.session)
         conversation = None
+        if handle is not None and requested in offered and not offered[requested].descriptor.takes_session:
+            raise RefusedError(f"{requested} does not take session; these agents do: {_takers(offered, 'session')}. "
+                               "Omit session, or call one of them")
         if handle is not None:
             conversation = state.conversations.get(handle)
             if requested is not None and requested != conversation.agent:

@@ -1,0 +1,230 @@
+"""The `agent` tool's supervisor side: which agents are offered, choosing the agent, refusals
+before anything launches (never put to the approver), the schema, the agent lines, the approval
+summary, the system prompt section, and the `[agent]`/`[agents.*]` configuration."""
+
+import json
+
+import pytest
+
+from scv.config import load_config
+from scv.errors import ConfigError, RefusedError
+from scv.tools.agent import AgentTool
+from scv.tools.base import Risk, ToolContext
+from scv.tools.registry import build_registry
+from tests.agent_fakes import install
+
+
+@pytest.fixture
+def user_home(tmp_path, monkeypatch):
+    home = tmp_path / "user"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", str(tmp_path / "path-bin") + ":/usr/bin:/bin")
+    return home
+
+
+@pytest.fixture
+def offer(user_home, tmp_path, scv_home):
+    """Installs fake agents, signed in where SCV checks sign-in by file."""
+    signins = {"grok": (".grok/auth.json", '{"t": 1}'), "dsh": (".dsh/.credentials.yaml", "DEEPSEEK_API_KEY: k"),
+               "pi": (".pi/agent/auth.json", '{"p": {"type": "api_key"}}')}
+
+    def install_agents(*names: str) -> None:
+        for name in names:
+            install(user_home / ".local" / "bin", name, tmp_path / "log" / name).write("exit 0\n")
+            if name in signins:
+                where, text = signins[name]
+                path = scv_home / "agents" / name / where
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+    return install_agents
+
+
+@pytest.fixture
+def context(workspace, scv_home):
+    def make(config_text: str = "", depth: int = 0) -> ToolContext:
+        (scv_home / "config.toml").write_text(config_text)
+        return ToolContext(workspace=workspace, config=load_config(workspace), delegation_depth=depth)
+    return make
+
+
+def refused(ctx, raw) -> str:
+    with pytest.raises(RefusedError) as info:
+        AgentTool().parse(raw, ctx)
+    return str(info.value)
+
+
+def test_offered_agents_resolve_from_user_bin_then_path(offer, context, tmp_path, user_home):
+    offer("codex", "claude")
+    install(tmp_path / "path-bin", "pi", tmp_path / "log" / "pi").write("exit 0\n")
+    install(user_home / ".grok" / "bin", "grok", tmp_path / "log" / "grok").write("exit 0\n")
+    ctx = context()
+    schema = AgentTool().schema(ctx)
+    # grok and pi resolve, but their sign-in is checked by file and nothing is stored: not offered.
+    assert schema["properties"]["agent"]["enum"] == ["claude", "codex"]
+    scv_home = ctx.workspace.parent / "scv-home"
+    (scv_home / "agents/grok/.grok").mkdir(parents=True)
+    (scv_home / "agents/grok/.grok/config.toml").write_text(
+        '[models]\ndefault = "grok-5"\n[models.main]\nid = "grok-5"\napi_key = "xai-1"\n')
+    (scv_home / "agents/pi/.pi/agent").mkdir(parents=True)
+    (scv_home / "agents/pi/.pi/agent/models.json").write_text('{"providers":{"scv":{"apiKey":"k"}}}')
+    fresh = context()
+    assert AgentTool().schema(fresh)["properties"]["agent"]["enum"] == ["claude", "codex", "grok", "pi"]
+    assert "agent" in build_registry(fresh).names()
+
+
+def test_no_agent_no_tool_and_depth_limit(offer, context):
+    assert "agent" not in build_registry(context()).names()
+    offer("claude")
+    assert "agent" in build_registry(context(depth=1)).names()
+    assert "agent" not in build_registry(context(depth=2)).names()
+    assert "agent" in build_registry(context("[agent]\nmax_delegation_depth = 3\n", depth=2)).names()
+
+
+def test_choosing_the_agent(offer, context):
+    offer("claude", "codex", "dsh")
+    ctx = context('[agent]\nprefer = ["pi", "codex", "claude"]\n')
+    tool = AgentTool()
+    assert tool.plan(tool.parse({"prompt": "x"}, ctx), ctx).name == "codex"
+    assert tool.plan(tool.parse({"prompt": "x", "agent": "claude"}, ctx), ctx).name == "claude"
+    assert tool.plan(tool.parse({"prompt": "x", "agent": " "}, ctx), ctx).name == "codex"
+    assert refused(ctx, {"prompt": "x", "agent": "zcode"}) == (
+        "agent 'zcode' is not offered in this session; choose one of: claude, codex, dsh")
+    no_default = context('[agent]\nprefer = ["pi"]\n')
+    assert refused(no_default, {"prompt": "x"}) == (
+        "name the agent: the user prefers none of the agents this session offers ([agent] prefer); "
+        "choose one of: claude, codex, dsh")
+
+
+def test_a_handle_names_its_agent(offer, context):
+    offer("claude", "codex")
+    ctx = context()
+    state_conversation = None
+    from scv.agents.session import agent_session
+    state_conversation = agent_session(ctx).conversations.start("codex")
+    state_conversation.vendor_id = "thread-1"
+    tool = AgentTool()
+    assert tool.plan(tool.parse({"prompt": "x", "session": "codex-1"}, ctx), ctx).name == "codex"
+    assert refused(ctx, {"prompt": "x", "session": "codex-1", "agent": "claude"}) == (
+        "conversation codex-1 belongs to codex, not claude; omit agent to continue it, or omit session to start "
+        "a new conversation with claude")
+    assert "not a conversation of this session" in refused(ctx, {"prompt": "x", "session": "thread-1"})
+    agent_session(ctx).conversations.begin_turn(state_conversation)
+    assert refused(ctx, {"prompt": "x", "session": "codex-1"}).startswith("session busy")
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"agent": "dsh", "prompt": "x", "model": "m"},
+     "dsh does not take model; these agents do: claude, codex. Omit model, or call one of them"),
+    ({"agent": "dsh", "prompt": "x", "effort": "low"},
+     "dsh does not take effort; these agents do: claude, codex. Omit effort, or call one of them"),
+    ({"agent": "dsh", "prompt": "x", "session": "dsh-1"},
+     "dsh does not take session; these agents do: claude, codex. Omit session, or call one of them"),
+    ({"agent": "codex", "prompt": "-rf"}, "agent prompt cannot start with '-'"),
+    ({"agent": "codex", "prompt": "x", "model": "-m"}, "cannot start with '-'"),
+    ({"agent": "codex", "prompt": "x", "model": "@x"}, "cannot start with '@'"),
+    ({"agent": "codex", "prompt": "x", "model": "a b"}, "is not a model name"),
+    ({"agent": "codex", "prompt": "x", "model": "m" * 129}, "is not a model name"),
+    ({"agent": "codex", "prompt": "x", "effort": "extreme"}, "is not one of low, medium, high, xhigh, max"),
+    ({"agent": "codex", "prompt": "x", "cwd": "../up"}, "is outside the workspace"),
+    ({"agent": "codex", "prompt": "x", "timeout_seconds": 20000}, "over the ceiling of 14400"),
+    ({"agent": "codex", "prompt": "x", "flags": "--yolo"}, "agent has no argument 'flags'"),
+])
+def test_refused_before_approval(offer, context, raw, message):
+    offer("claude", "codex", "dsh")
+    assert message in refused(context(), raw)
+
+
+def test_refused_calls_never_reach_the_approver(offer, make_runner, scv_home):
+    offer("dsh")
+    asked = []
+    runner = make_runner(approver=lambda *a: asked.append(a) or True)
+    with pytest.raises(RefusedError):
+        runner.call("agent", {"agent": "dsh", "prompt": "x", "model": "m"})
+    assert asked == []
+
+
+def test_blank_options_count_as_omitted(offer, context):
+    offer("dsh")
+    ctx = context()
+    tool = AgentTool()
+    plan = tool.plan(tool.parse({"agent": "dsh", "prompt": "x", "model": "", "effort": " ", "session": "",
+                                 "cwd": ""}, ctx), ctx)
+    assert plan.model is None and plan.effort is None and plan.cwd is None
+
+
+def test_schema_enum_options_and_required(offer, context, scv_home):
+    offer("dsh", "grok")
+    schema = AgentTool().schema(context())
+    props = schema["properties"]
+    assert props["agent"]["enum"] == ["grok", "dsh"]
+    assert "model" in props and "effort" in props and "session" not in props   # nobody here takes session
+    assert schema["required"] == ["prompt", "agent"]
+    assert props["effort"]["enum"] == ["low", "medium", "high", "xhigh", "max"]
+    with_default = AgentTool().schema(context('[agent]\nprefer = ["dsh"]\n'))
+    assert with_default["required"] == ["prompt"]
+    assert "omit it to use dsh" in with_default["properties"]["agent"]["description"]
+    (scv_home / "agents/grok/.grok/auth.json").unlink()
+    assert set(AgentTool().schema(context())["properties"]) == {"prompt", "agent", "cwd", "timeout_seconds"}
+
+
+def test_agent_lines_carry_the_users_notes(offer, context):
+    offer("codex", "claude")
+    ctx = context('[agents.codex]\nuse_for = "coding"\nmodel = "gpt-5.5"\neffort = "high"\n'
+                  '[agents.claude]\nmodel = "opus"\npermissions = "full"\n')
+    description = AgentTool().schema(ctx)["properties"]["agent"]["description"]
+    assert ("- codex (Codex): OpenAI's coding agent; reads, edits, and runs code, with live web search under full "
+            "permissions. Takes model (an OpenAI model ID from the Codex configuration; not a Claude alias), effort, "
+            "and session. The user's note on when to use it: coding. For that work, pass model gpt-5.5 and effort "
+            "high; omit model and effort for other work so the agent uses its own default.") in description
+    assert "- claude (Claude Code): Anthropic's coding agent" in description
+    assert "Pass model opus unless the user asks for another." in description
+    section = AgentTool().system_prompt_section(ctx)
+    assert section.startswith("## Delegating work")
+    assert "- codex (Codex)" in section and "- claude (Claude Code)" in section and "grok" not in section
+
+
+def test_approval_summary_names_the_agent_and_full_argv(offer, context, user_home):
+    offer("claude", "codex")
+    ctx = context('[agents.claude]\npermissions = "full"\n')
+    tool = AgentTool()
+    args = tool.parse({"agent": "claude", "prompt": "fix it", "model": "sonnet", "timeout_seconds": 60}, ctx)
+    summary = tool.summary(args, ctx)
+    exe = str(user_home / ".local" / "bin" / "claude")
+    assert summary.startswith(f"agent claude: Launch {exe} with args ")
+    shown = json.loads(summary.split(" with args ", 1)[1].split(f" in {ctx.workspace}", 1)[0])
+    assert shown == ["-p", "--permission-mode", "bypassPermissions", "--output-format", "stream-json", "--verbose",
+                     "--session-id", "<new session id>", "--model", "sonnet", "fix it"]
+    assert "(timeout 60 s)" in summary and "Delegate risk" in summary and "FULL PERMISSIONS" in summary
+    assert tool.risk(args, ctx) is Risk.DELEGATE and tool.declared_risk is Risk.DELEGATE
+    plain = tool.parse({"agent": "codex", "prompt": "p" * 1000}, ctx)
+    codex_summary = tool.summary(plain, ctx)
+    assert "FULL PERMISSIONS" not in codex_summary and "p" * 400 not in codex_summary
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[agent]\nprefer = ["zcode"]\n', "agent.prefer names the unknown agent 'zcode'"),
+    ('[agents.zcode]\nuse_for = "x"\n', "[agents.zcode] is not a known agent"),
+    ('[agents.codex]\nuse_for = "a\\nb"\n', "agents.codex.use_for must be one line"),
+    ('[agents.codex]\nuse_for = "' + "x" * 501 + '"\n', "agents.codex.use_for is over 500 bytes"),
+    ('[agents.dsh]\nmodel = "m"\n', "dsh does not take a model"),
+    ('[agents.dsh]\neffort = "low"\n', "dsh does not take an effort"),
+    ('[agents.codex]\nmodel = "-x"\n', "cannot start with '-'"),
+    ('[agents.codex]\neffort = "huge"\n', "agents.codex.effort"),
+    ('[agents.codex]\npermissions = "root"\n', "agents.codex.permissions"),
+    ('[agent]\nmax_conversations = 0\n', "agent.max_conversations"),
+])
+def test_configuration_errors(scv_home, workspace, text, message):
+    (scv_home / "config.toml").write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(workspace)
+    assert message in str(info.value) and "config.toml" in str(info.value)
+
+
+@pytest.mark.parametrize("text", ['[agent]\nprefer = ["codex"]\n', '[agents.codex]\npermissions = "full"\n',
+                                  '[agent]\nmax_delegation_depth = 5\n'])
+def test_a_project_cannot_set_agent_keys(workspace, text):
+    (workspace / ".scv").mkdir()
+    (workspace / ".scv" / "config.toml").write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(workspace)
+    assert "may not be set by a project config" in str(info.value)
