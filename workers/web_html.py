@@ -12,7 +12,8 @@ from readability.readability import Unparseable
 
 from workers.runtime import ToolFailure
 
-_SKIP = {"script", "style", "noscript", "template", "head", "title", "svg", "math", "iframe", "object",
+# Navigation menus are not the main content, even where readability keeps them.
+_SKIP = {"script", "style", "noscript", "template", "head", "title", "nav", "svg", "math", "iframe", "object",
          "embed", "canvas", "select", "button", "input", "textarea"}
 _BLOCK = {"p", "div", "section", "article", "header", "footer", "main", "aside", "nav", "ul", "ol", "dl",
           "table", "thead", "tbody", "tfoot", "tr", "blockquote", "figure", "figcaption", "form", "fieldset",
@@ -117,12 +118,25 @@ def _render(root, base_url: str) -> str:
 
 
 def _whole_page(markup: str, base_url: str) -> str:
-    try:
-        root = lxml_html.document_fromstring(markup)
-    except (etree.ParserError, ValueError):
-        return ""
+    root = lxml_html.document_fromstring(markup)
     body = root.find("body")
     return _render(body if body is not None else root, base_url)
+
+
+def _convert(markup: str, base_url: str) -> str:
+    try:
+        document = Document(markup)
+        main = document.summary(html_partial=True)
+        title = " ".join((document.title() or "").split())
+    except Unparseable:
+        # readability gives up on some pages (no body, odd markup): keep the whole page instead.
+        return _whole_page(markup, base_url)
+    text = _render(lxml_html.fromstring(main), base_url) if main.strip() else ""
+    if not text:
+        text = _whole_page(markup, base_url)
+    if title and title != "[no-title]" and not text.startswith(f"# {title}"):
+        return f"# {title}\n\n{text}" if text else f"# {title}"
+    return text
 
 
 def html_to_text(markup: str, base_url: str) -> str:
@@ -130,18 +144,10 @@ def html_to_text(markup: str, base_url: str) -> str:
     if not markup.strip():
         return ""
     try:
-        document = Document(markup)
-        main = document.summary(html_partial=True)
-        title = " ".join((document.title() or "").split())
-        text = _render(lxml_html.fromstring(main), base_url) if main.strip() else ""
-        if not text:
-            text = _whole_page(markup, base_url)
-    except Unparseable:
-        title, text = "", _whole_page(markup, base_url)
+        return _convert(markup, base_url)
     except RecursionError:
         raise ToolFailure("the page is nested too deeply to convert to text") from None
-    except (etree.ParserError, etree.XMLSyntaxError) as err:
-        raise ToolFailure(f"the page could not be parsed as HTML ({err})") from None
-    if title and title not in ("[no-title]",) and not text.startswith(f"# {title}"):
-        return f"# {title}\n\n{text}" if text else f"# {title}"
-    return text
+    except (etree.LxmlError, ValueError) as err:
+        # libxml2 reports an allocation failure under the worker's memory ceiling as a parse error.
+        raise ToolFailure(f"the page could not be parsed as HTML ({err}); a very large or hostile page can also "
+                          "exhaust the worker's memory (tools.worker_memory_mb)") from None

@@ -1,0 +1,309 @@
+"""web_fetch end to end: real supervisor, real worker, real loopback servers."""
+
+import gzip
+import json
+import time
+import zlib
+
+import pytest
+
+from scv.errors import RefusedError
+from tests.web_fakes import LoopbackServer, Reply, free_port, stream_body
+from tests.web_runners import web_config, web_runner
+
+ARTICLE = b"""<html><head><title>Tokio release notes</title></head><body>
+<nav><a href="/">Home</a> <a href="/blog">Blog</a></nav>
+<article><h1>Tokio 1.40</h1>
+<p>This release adds <a href="/docs/task">task hooks</a>, improves the scheduler, and fixes a number of
+bugs reported by users, which is why everyone should upgrade soon, as the notes explain at length.</p>
+<p>See the <a href="https://crates.io/crates/tokio">crate page</a> and the <a href="/docs/task">task docs</a>
+again, with more words, commas, and details so that the readability scoring keeps this paragraph.</p>
+<script>document.write("tracking")</script>
+</article><footer>Copyright</footer></body></html>"""
+
+
+@pytest.fixture
+def server(supervisor):
+    # Depends on the supervisor so that its fork point exists before the server's thread does.
+    srv = LoopbackServer()
+    yield srv
+    srv.close()
+
+
+def fetch(runner, url: str, **args):
+    return runner.call("web_fetch", {"url": url, **args})
+
+
+def test_html_becomes_text_with_numbered_links_and_a_link_list(supervisor, workspace, server):
+    server.routes["/notes"] = Reply(body=ARTICLE)
+    result = fetch(web_runner(supervisor, workspace, web_config(), [server.port]), server.url("/notes"))
+    assert result.ok, result.value
+    value = result.value
+    assert list(value)[:4] == ["url", "status", "content_type", "range"]
+    assert value["url"] == server.url("/notes") and value["status"] == 200
+    text = value["content"]
+    assert value["range"] == f"characters 0-{len(text)} of {len(text)}"
+    assert "# Tokio release notes" in text and "task hooks [1]" in text and "crate page [2]" in text
+    assert "task docs [1]" in text                      # the same target keeps its number
+    assert "tracking" not in text and "document.write" not in text
+    assert text.endswith(f"Links:\n[1] {server.url('/docs/task')}\n[2] https://crates.io/crates/tokio")
+    assert "next_offset" not in value
+
+
+def test_requests_carry_the_user_agent_and_nothing_identifying(supervisor, workspace, server):
+    server.routes["/"] = Reply(body=b"<p>hi</p>", headers={"Set-Cookie": "session=secret"})
+    server.routes["/again"] = Reply(302, headers={"Location": "/", "Set-Cookie": "other=1"})
+    result = fetch(web_runner(supervisor, workspace, web_config(), [server.port]), server.url("/again"))
+    assert result.ok, result.value
+    for seen in server.seen:
+        assert seen.headers["user-agent"].startswith("scv/")
+        assert seen.headers["host"] == f"127.0.0.1:{server.port}"
+        assert not {"cookie", "referer", "authorization", "proxy-authorization"} & set(seen.headers)
+
+
+def test_json_and_plain_text_pass_through(supervisor, workspace, server):
+    document = {"name": "tokio", "versions": ["1.40.0", "1.39.3"], "note": "<b>not html</b>"}
+    server.routes["/api"] = Reply(body=json.dumps(document).encode(), content_type="application/json")
+    server.routes["/plain"] = Reply(body="plain text, naïve café\n".encode("latin-1"),
+                                    content_type="text/plain; charset=iso-8859-1")
+    runner = web_runner(supervisor, workspace, web_config(), [server.port])
+    api = fetch(runner, server.url("/api"))
+    assert api.ok and json.loads(api.value["content"]) == document
+    assert api.value["content_type"] == "application/json"
+    plain = fetch(runner, server.url("/plain"))
+    assert plain.ok and plain.value["content"] == "plain text, naïve café\n"
+
+
+@pytest.mark.parametrize("content_type", ["image/png", "application/pdf", "application/zip", "video/mp4",
+                                          "application/octet-stream"])
+def test_binary_type_is_refused_before_the_body_downloads(supervisor, workspace, server, content_type):
+    total = 64 << 20
+    record: dict = {}
+    server.routes["/file"] = stream_body(total, content_type, record, "sent")
+    result = fetch(web_runner(supervisor, workspace, web_config(), [server.port]), server.url("/file"))
+    assert not result.ok
+    assert "binary type" in result.value["error"] and content_type in result.value["error"]
+    deadline = time.monotonic() + 10
+    while "sent" not in record and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert record["sent"] < total // 4, "the client read the body instead of hanging up"
+
+
+def test_undeclared_binary_is_refused_after_sniffing(supervisor, workspace, server):
+    server.routes["/blob"] = Reply(body=b"\x89PNG\r\n\x1a\n\x00\x00\x00" * 100, content_type=None)
+    result = fetch(web_runner(supervisor, workspace, web_config(), [server.port]), server.url("/blob"))
+    assert not result.ok and "binary data" in result.value["error"]
+
+
+def test_download_stops_at_fetch_max_bytes(supervisor, workspace, server):
+    total = 64 << 20
+    record: dict = {}
+    server.routes["/big"] = stream_body(total, "text/plain", record, "sent", chunk=b"line of text\n" * 5000)
+    config = web_config(tools={"output_limit_bytes": 1 << 20}, fetch_max_bytes=100_000)
+    result = fetch(web_runner(supervisor, workspace, config, [server.port]), server.url("/big"))
+    assert result.ok, result.value
+    assert len(result.value["content"].encode()) <= 100_000
+    assert result.value["content"].startswith("line of text\n")
+    assert "web.fetch_max_bytes" in result.value["download_note"]
+    deadline = time.monotonic() + 10
+    while "sent" not in record and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert record["sent"] < total // 4
+
+
+def test_long_text_is_paged_by_offset_within_the_output_limit(supervisor, workspace, server):
+    lines = [f"{n:05d} naïve café ✓ 😀 " + "x" * (n % 50) for n in range(600)]
+    body = "\n".join(lines) + "\n"
+    server.routes["/long"] = Reply(body=body.encode(), content_type="text/plain; charset=utf-8")
+    config = web_config(tools={"output_limit_bytes": 4096})
+    runner = web_runner(supervisor, workspace, config, [server.port])
+    pieces, offset, calls = [], 0, 0
+    while True:
+        result = fetch(runner, server.url("/long"), offset=offset)
+        assert result.ok, result.value
+        value = result.value
+        assert len(json.dumps(value, ensure_ascii=False).encode()) <= 4096
+        assert value["range"].startswith(f"characters {offset}-")
+        pieces.append(value["content"])
+        calls += 1
+        if "next_offset" not in value:
+            break
+        assert value["next_offset"] == offset + len(value["content"])
+        assert f"offset {value['next_offset']}" in value["note"]
+        offset = value["next_offset"]
+    assert "".join(pieces) == body and calls > 5
+    past = fetch(runner, server.url("/long"), offset=len(body) + 10)
+    assert not past.ok and "past the end" in past.value["error"]
+
+
+def test_redirects_are_followed_up_to_the_limit(supervisor, workspace, server):
+    for n in range(4):
+        server.routes[f"/r{n}"] = Reply(302, headers={"Location": f"/r{n + 1}"})
+    server.routes["/r4"] = Reply(body=b"<p>arrived at the end of the chain, finally, after many hops.</p>")
+    runner = web_runner(supervisor, workspace, web_config(max_redirects=4), [server.port])
+    result = fetch(runner, server.url("/r0"))
+    assert result.ok and result.value["url"] == server.url("/r4")
+    assert result.value["redirected_from"] == server.url("/r0")
+    short = web_runner(supervisor, workspace, web_config(max_redirects=3), [server.port])
+    failed = fetch(short, server.url("/r0"))
+    assert not failed.ok
+    assert "more than 3 times" in failed.value["error"] and server.url("/r4") in failed.value["error"]
+
+
+@pytest.mark.parametrize("target, why", [
+    ("http://127.0.0.1:{other}/", "loopback"),
+    ("http://169.254.169.254/latest/meta-data/", "link-local"),
+    ("http://localhost:{other}/", "loopback"),
+    ("http://0.0.0.0:{port}/", "unspecified"),
+    ("http://[::1]:{port}/", "loopback"),
+    ("http://[::ffff:127.0.0.1]:{port}/", "loopback"),
+    ("http://10.1.2.3/", "private"),
+    ("http://100.64.0.1/", "shared"),
+    ("http://user:pw@example.com/", "credentials"),
+    ("file:///etc/passwd", "scheme"),
+])
+def test_redirects_to_private_or_invalid_targets_are_refused(supervisor, workspace, server, target, why):
+    target = target.format(port=server.port, other=free_port())
+    server.routes["/go"] = Reply(302, headers={"Location": target})
+    result = fetch(web_runner(supervisor, workspace, web_config(), [server.port]), server.url("/go"))
+    assert not result.ok
+    assert why in result.value["error"]
+    assert [seen.path for seen in server.seen] == ["/go"]
+
+
+def test_the_test_allowance_is_port_aware_and_loopback_is_refused_without_it(supervisor, workspace, server):
+    server.routes["/"] = Reply(body=b"<p>hello</p>")
+    other = LoopbackServer({"/": Reply(body=b"<p>other</p>")})
+    try:
+        allowed = web_runner(supervisor, workspace, web_config(), [server.port])
+        assert fetch(allowed, server.url("/")).ok
+        refused = fetch(allowed, other.url("/"))
+        assert not refused.ok and "127.0.0.1 is a loopback address" in refused.value["error"]
+        strict = fetch(web_runner(supervisor, workspace, web_config()), server.url("/"))
+        assert not strict.ok and "loopback" in strict.value["error"]
+        assert other.seen == []
+    finally:
+        other.close()
+
+
+def test_allow_private_addresses_turns_the_check_off(supervisor, workspace, server):
+    server.routes["/"] = Reply(body=b"<p>private but allowed</p>")
+    runner = web_runner(supervisor, workspace, web_config(allow_private_addresses=True))
+    result = fetch(runner, server.url("/", host="localhost"))
+    assert result.ok and "private but allowed" in result.value["content"]
+
+
+@pytest.mark.parametrize("host", ["127.1", "0x7f.1", "0x7f000001", "017700000001", "2130706433", "0177.0.0.1",
+                                  "127.0.0.01", "127.0.1", "127。0。0。1", "127.0.0.1.", "0", "1.2.3.4.5"])
+def test_unusual_ipv4_spellings_are_refused_before_any_worker(supervisor, workspace, host):
+    runner = web_runner(supervisor, workspace, web_config())
+    with pytest.raises(RefusedError, match="web_fetch refused the URL"):
+        runner.prepare("web_fetch", {"url": f"http://{host}/"})
+
+
+@pytest.mark.parametrize("host, why", [
+    ("[::ffff:7f00:1]", "loopback"),
+    ("[64:ff9b::7f00:1]", "loopback"),
+    ("[::127.0.0.1]", "IPv4-compatible"),
+    ("[2002:7f00:1::1]", "loopback"),
+    ("[::ffff:100.64.0.1]", "shared"),
+    ("[::ffff:169.254.169.254]", "link-local"),
+    ("[fe80::1]", "link-local"),
+    ("[fc00::1]", "unique-local"),
+    ("[fec0::1]", "site-local"),
+    ("[ff02::1]", "multicast"),
+    ("[2001::1]", "Teredo"),
+    ("[3fff::1]", "documentation"),
+    ("[::]", "unspecified"),
+    ("224.0.0.1", "multicast"),
+    ("192.0.2.1", "documentation"),
+    ("255.255.255.255", "reserved"),
+])
+def test_ip_literals_in_refused_ranges_fail_in_the_worker(supervisor, workspace, host, why):
+    result = fetch(web_runner(supervisor, workspace, web_config()), f"http://{host}:8080/")
+    assert not result.ok and why in result.value["error"]
+    assert "web.allow_private_addresses" in result.value["error"]
+
+
+@pytest.mark.parametrize("url, words", [
+    ("http://user:secret@example.com/", "credentials"),
+    ("http://user@example.com/", "credentials"),
+    ("https://:pw@example.com/", "credentials"),
+    ("ftp://example.com/file", "scheme is ftp"),
+    ("file:///etc/passwd", "scheme is file"),
+    ("javascript:alert(1)", "scheme is javascript"),
+    ("http://127.0.0.1\\@93.184.216.34/", "backslash"),
+    ("http://exa mple.com/", "whitespace"),
+    ("http://localhost\x00.example.com/", "control character"),
+    ("//example.com/", "no scheme"),
+    ("http://ex%61mple.com/", "percent"),
+])
+def test_bad_urls_are_refused_with_a_sentence(supervisor, workspace, url, words):
+    runner = web_runner(supervisor, workspace, web_config())
+    with pytest.raises(RefusedError) as caught:
+        runner.prepare("web_fetch", {"url": url})
+    assert words in str(caught.value)
+
+
+def test_http_error_status_returns_the_body_as_a_failed_result(supervisor, workspace, server):
+    server.routes["/missing"] = Reply(404, b"<html><body><h1>Not here</h1><p>The page you asked for is gone, "
+                                           b"moved, or never existed at all.</p></body></html>")
+    result = fetch(web_runner(supervisor, workspace, web_config(), [server.port]), server.url("/missing"))
+    assert not result.ok
+    assert result.value["status"] == 404 and "HTTP 404" in result.value["error"]
+    assert "never existed" in result.value["content"]
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw-deflate"])
+def test_a_decompression_bomb_stops_at_fetch_max_bytes(supervisor, workspace, server, encoding):
+    plain = b"<p>" + b"A" * (512 << 20)
+    if encoding == "gzip":
+        packed = gzip.compress(plain, compresslevel=6)
+    else:
+        packer = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS if encoding == "deflate" else -zlib.MAX_WBITS)
+        packed = packer.compress(plain) + packer.flush()
+    header = "gzip" if encoding == "gzip" else "deflate"
+    server.routes["/bomb"] = Reply(body=packed, headers={"Content-Encoding": header})
+    config = web_config(tools={"worker_memory_mb": 256}, fetch_max_bytes=1 << 20)
+    result = fetch(web_runner(supervisor, workspace, config, [server.port]), server.url("/bomb"))
+    assert result.ok, result.value
+    assert "download_note" in result.value and set(result.value["content"].strip()) <= {"A", "\n", " "}
+
+
+def test_a_hostile_page_fails_that_call_only(supervisor, workspace, server):
+    # Millions of elements: the parse alone needs far more than the worker's 128 MiB ceiling.
+    server.routes["/hostile"] = Reply(body=b"<html><body>" + b"<i>a</i>" * (2 << 20))
+    server.routes["/fine"] = Reply(body=b"<p>still working, after the hostile page was dealt with.</p>")
+    tight = web_config(tools={"worker_memory_mb": 128}, fetch_max_bytes=32 << 20)
+    result = fetch(web_runner(supervisor, workspace, tight, [server.port]), server.url("/hostile"))
+    assert not result.ok
+    assert "memory" in result.value["error"] or "worker ended without a result" in result.value["error"]
+    after = fetch(web_runner(supervisor, workspace, web_config(), [server.port]), server.url("/fine"))
+    assert after.ok and "still working" in after.value["content"]
+
+
+def test_deep_nesting_and_huge_attributes_do_not_break_the_worker(supervisor, workspace, server):
+    server.routes["/deep"] = Reply(body=b"<html><body><p>Before the nesting, some words.</p>" + b"<div>" * 400_000)
+    server.routes["/attr"] = Reply(body=b"<html><body><p title='" + b"a" * (1 << 20) + b"'>Visible words.</p>")
+    runner = web_runner(supervisor, workspace, web_config(), [server.port])
+    deep = fetch(runner, server.url("/deep"))
+    assert deep.ok or "nested" in deep.value["error"]
+    attr = fetch(runner, server.url("/attr"))
+    assert attr.ok and "Visible words." in attr.value["content"] and "aaaa" not in attr.value["content"]
+
+
+def test_a_server_that_stalls_hits_the_fetch_timeout(supervisor, workspace, server):
+    def stall(handler):
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/plain")
+        handler.send_header("Content-Length", "1000")
+        handler.end_headers()
+        handler.wfile.write(b"partial")
+        handler.wfile.flush()
+        time.sleep(4)
+    server.routes["/stall"] = stall
+    started = time.monotonic()
+    result = fetch(web_runner(supervisor, workspace, web_config(fetch_timeout_seconds=1), [server.port]),
+                   server.url("/stall"))
+    assert not result.ok and "web.fetch_timeout_seconds" in result.value["error"]
+    assert time.monotonic() - started < 3.5

@@ -1,0 +1,30 @@
+"""Runners for the web tests: the real supervisor, with the web tools built the way only tests
+may build them (web_fetch allowed to reach 127.0.0.1 at named ports, web_search pointed at a
+fake Brave endpoint)."""
+
+from pathlib import Path
+
+import msgspec
+
+from scv.approval import approve_all
+from scv.calls import ToolRunner
+from scv.config import Config
+from scv.tools.base import ToolContext
+from scv.tools.registry import Registry
+from scv.tools.web_fetch import WebFetchTool
+from scv.tools.web_search import BRAVE_ENDPOINT, WebSearchTool
+
+
+def web_config(tools: dict | None = None, **web) -> Config:
+    return msgspec.convert({"tools": tools or {}, "web": web}, Config)
+
+
+def web_runner(supervisor, workspace: Path, config: Config, ports=(), approver=approve_all,
+               brave_endpoint: str = BRAVE_ENDPOINT) -> ToolRunner:
+    ctx = ToolContext(workspace=workspace, config=config)
+    registry = Registry()
+    registry.register(WebFetchTool(loopback_ports=frozenset(ports)))
+    search = WebSearchTool(brave_endpoint=brave_endpoint)
+    if search.enabled(ctx):
+        registry.register(search)
+    return ToolRunner(supervisor, registry, ctx, approver)
