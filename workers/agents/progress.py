@@ -24,20 +24,18 @@ class ProgressThrottle:
 
     def offer(self, line: str) -> None:
         text = redact(line)
-        if not text:
+        if text:
+            self._pending = text
+            self.flush()
+
+    def flush(self) -> None:
+        """Sends the newest waiting line if the interval allows it now."""
+        if self._pending is None:
             return
         now = self._clock()
         if self._last is not None and now - self._last < self._interval:
-            self._pending = text
             return
+        text, self._pending = self._pending, None
         self._last = now
-        self._pending = None
         self.sent += 1
         self._send(text)
-
-    def flush(self) -> None:
-        """Sends the waiting line if the interval allows it now."""
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            self._last = None
-            self.offer(pending)

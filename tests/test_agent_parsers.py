@@ -1,0 +1,244 @@
+"""The agent output parsers, line splitter, redaction, progress throttle and conversations, as
+units: each capture of the real CLIs, property tests for the validators, and the edge cases."""
+
+import json
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+import pytest
+
+from scv.agents.conversations import Conversations
+from scv.agents.options import check_effort, check_model, check_prompt
+from scv.errors import RefusedError
+from tests.agent_fakes import CAPTURES
+from workers.agents.capture import Tail, bound
+from workers.agents.lines import LineSplitter
+from workers.agents.parse_claude import ClaudeStreamParser
+from workers.agents.parse_codex import CodexJsonParser
+from workers.agents.parse_pi import PiJsonParser
+from workers.agents.progress import ProgressThrottle
+from workers.agents.redact import redact
+
+
+def parse(parser_class, agent: str, name: str, chunk: int = 7):
+    lines = []
+    parser = parser_class(lines.append)
+    splitter = LineSplitter(parser.line)
+    data = (CAPTURES / agent / f"{name}.jsonl").read_bytes()
+    for start in range(0, len(data), chunk):        # arrives in small pieces, as from a pipe
+        splitter.feed(data[start:start + chunk])
+    splitter.close()
+    return parser.report, lines
+
+
+def test_claude_captures():
+    report, lines = parse(ClaudeStreamParser, "claude", "tool_bash_default_perms")
+    assert report.reply.startswith("Tool finished.") and report.error is None and report.finished
+    assert report.usage == {"input_tokens": 22, "output_tokens": 10, "cached_input_tokens": 0}
+    assert lines[0] == "$ echo hello"
+    signed_out, _ = parse(ClaudeStreamParser, "claude", "signed_out")
+    assert signed_out.error == "Not logged in · Please run /login" and signed_out.error_kind == "signin"
+    assert signed_out.reply is None
+    refusal, _ = parse(ClaudeStreamParser, "claude", "refusal")
+    assert refusal.refusal and refusal.error is None
+    unknown, _ = parse(ClaudeStreamParser, "claude", "resume_unknown_uuid")
+    assert unknown.error.startswith("No conversation found with session ID") and unknown.error_kind is None
+    http, _ = parse(ClaudeStreamParser, "claude", "http_401_max_retries_0")
+    assert http.error_kind == "signin"
+
+
+def test_codex_captures():
+    report, lines = parse(CodexJsonParser, "codex", "tool_default_model")
+    assert report.reply.startswith("The command printed") and report.vendor_session.startswith("01a23691")
+    assert lines == ["$ /bin/bash -lc 'echo hello'"]
+    failed, _ = parse(CodexJsonParser, "codex", "error_err401")
+    assert failed.error.startswith("unexpected status 401") and failed.error_kind == "signin"
+    model, _ = parse(CodexJsonParser, "codex", "error_unknown_model")
+    assert model.error_kind == "model"          # the earlier warning item is not the failure
+
+
+def test_codex_progress_lines():
+    lines = []
+    parser = CodexJsonParser(lines.append)
+    for event in [
+        {"type": "item.completed", "item": {"type": "command_execution", "command": "make test", "exit_code": 2,
+                                            "aggregated_output": "SECRET OUTPUT"}},
+        {"type": "item.completed", "item": {"type": "file_change",
+                                            "changes": [{"path": "/a/b/c/main.py", "kind": "update"}]}},
+        {"type": "item.started", "item": {"type": "web_search", "id": "x", "query": "rust 2026"}},
+        {"type": "item.completed", "item": {"type": "reasoning", "text": "hmm"}},
+        {"type": "brand.new.event", "whatever": [1, 2]},
+        {"type": "error", "message": "Reconnecting... 1/5"},
+    ]:
+        parser.line(json.dumps(event).encode())
+    assert lines == ["exit 2: make test", "update /a/b/c/main.py", "search: rust 2026"]
+    assert parser.report.error is None
+    parser.line(b'{"type":"item.started","item":{"type":"web_search","id":"a","id":"b","query":"dup"}}')
+    assert lines[-1] == "search: dup"
+
+
+def test_pi_captures():
+    report, lines = parse(PiJsonParser, "pi", "tool_bash")
+    assert report.reply == "The command printed: hello" and lines == ["$ echo hello"]
+    error, _ = parse(PiJsonParser, "pi", "error_err401")
+    assert error.error.startswith("401 ") and error.error_kind == "signin" and error.reply is None
+    signed_out, _ = parse(PiJsonParser, "pi", "pi_print_json_signed_out")
+    assert signed_out.vendor_session and signed_out.reply is None and not signed_out.finished
+
+
+def test_pi_retry_reopens_the_turn():
+    parser = PiJsonParser()
+    parser.line(b'{"type":"agent_end"}')
+    assert parser.report.finished
+    parser.line(b'{"type":"auto_retry_start","attempt":1}')
+    assert not parser.report.finished
+
+
+def test_unknown_shapes_and_non_json_are_ignored():
+    parser = ClaudeStreamParser()
+    for raw in [b"not json", b"[1,2]", b'"text"', b'{"type": 5}', b'{"type":"result","usage":"odd","result":7}']:
+        parser.line(raw)
+    assert parser.report.other_lines == 1
+    assert parser.report.reply is None
+
+
+def test_line_splitter_skips_oversized_lines_with_bounded_memory():
+    seen = []
+    splitter = LineSplitter(seen.append, limit=10)
+    splitter.feed(b"short\n" + b"x" * 25)
+    assert len(splitter._partial) == 0            # dropped as soon as it passed the limit
+    splitter.feed(b"y" * 30 + b"\nafter\r\nlast")
+    splitter.close()
+    assert seen == [b"short", b"after", b"last"] and splitter.skipped == 1
+
+
+@given(st.lists(st.binary(max_size=30).map(lambda b: b.replace(b"\n", b"")), max_size=20),
+       st.integers(min_value=1, max_value=17))
+def test_line_splitter_matches_splitlines(lines, chunk):
+    data = b"\n".join(lines)
+    seen = []
+    splitter = LineSplitter(seen.append, limit=25)
+    for start in range(0, len(data), chunk):
+        splitter.feed(data[start:start + chunk])
+    splitter.close()
+    expected = [line[:-1] if line.endswith(b"\r") else line for line in lines]
+    assert seen == [line for line in expected if line.strip() and len(line) <= 25]
+
+
+@pytest.mark.parametrize("line, shown", [
+    ("$ curl -H 'Authorization: Bearer abc.def' https://api.x.com/v1/a?key=zzz#frag",
+     "$ curl -H 'Authorization: Bearer … https://api.x.com/v1/a"),
+    ("$ OPENAI_API_KEY=sk-abc123 make deploy --token t0ps3cret", "$ OPENAI_API_KEY=… make deploy --token …"),
+    ("Read /home/someone/projects/app/src/main.py", "Read …/src/main.py"),
+    ("$ git push https://ghp_abcdefghijkl@github.com/o/r", "$ git push https://ghp_abcdefghijkl@github.com/o/r"),
+    ("$ echo ghp_abcdefghijkl xai-123 AKIAABCDEFGH", "$ echo … … …"),
+    ("$ mysql --password=hunter2 -u root", "$ mysql --password=… -u root"),
+    ("first line\nsecond line with secrets", "first line"),
+])
+def test_redaction(line, shown):
+    assert redact(line) == shown
+
+
+@given(st.text(max_size=300))
+def test_redaction_is_bounded_single_line_and_hides_known_tokens(text):
+    out = redact(text + " sk-live123456 PASSWORD=hunter2")
+    assert "\n" not in out and len(out) <= 200
+    if "\n" not in text and "\r" not in text and len(out) < 199:
+        assert "hunter2" not in out and "sk-live123456" not in out
+
+
+def test_progress_throttle_twice_a_second():
+    now = [0.0]
+    sent = []
+    throttle = ProgressThrottle(sent.append, clock=lambda: now[0])
+    throttle.offer("$ one")
+    throttle.offer("$ two")
+    throttle.offer("$ three")
+    now[0] = 0.4
+    throttle.flush()
+    assert sent == ["$ one"]
+    now[0] = 0.6
+    throttle.flush()
+    assert sent == ["$ one", "$ three"]
+    throttle.offer("$ four")
+    now[0] = 1.2
+    throttle.offer("$ five /very/long/path/to/file.txt")
+    assert sent == ["$ one", "$ three", "$ five …/to/file.txt"]
+
+
+def test_bound_and_tail_cut_on_character_boundaries():
+    assert bound("ab", 10) == ("ab", False)
+    assert bound("é" * 10, 5) == ("éé", True)
+    tail = Tail(5)
+    tail.feed("aéééé".encode())
+    assert tail.text() == "éé"
+
+
+@given(st.text(max_size=200), st.integers(min_value=0, max_value=300))
+def test_bound_never_exceeds_and_keeps_a_prefix(text, limit):
+    cut, truncated = bound(text, limit)
+    assert len(cut.encode("utf-8", "surrogatepass")) <= limit
+    assert text.startswith(cut) and truncated == (cut != text)
+
+
+@given(st.text(max_size=140))
+def test_model_grammar(model):
+    try:
+        check_model(model)
+    except RefusedError:
+        ok = False
+    else:
+        ok = True
+    import re
+    assert ok == bool(re.fullmatch(r"[A-Za-z0-9._:/@\[\]-]{1,128}", model) and model[0] not in "-@")
+
+
+def test_effort_and_prompt_checks():
+    for effort in ("low", "medium", "high", "xhigh", "max"):
+        check_effort(effort)
+    with pytest.raises(RefusedError):
+        check_effort("minimal")
+    for prompt in ("-x", "  --help", "", "   ", "a\x00b"):
+        with pytest.raises(RefusedError):
+            check_prompt(prompt)
+    check_prompt("fix the - bug")
+
+
+def test_conversations_lru_idle_and_markers(tmp_path):
+    now = [0.0]
+    book = Conversations(2, 100, tmp_path / "markers", clock=lambda: now[0])
+    first = book.start("codex")
+    book.begin_turn(first)
+    assert book.end_turn(first, "thread-a", "/ws")
+    assert (tmp_path / "markers" / "thread-a").exists()
+    now[0] = 1
+    second = book.start("codex")
+    book.begin_turn(second)
+    assert book.end_turn(second, "thread-b", "/ws") and second.handle == "codex-2"
+    now[0] = 2
+    book.begin_turn(first)
+    book.end_turn(first, None, "/ws")
+    third = book.start("claude")               # the least recently used idle one goes: codex-2
+    assert third.handle == "claude-1" and len(book) == 2
+    with pytest.raises(RefusedError):
+        book.get("codex-2")
+    assert not (tmp_path / "markers" / "thread-b").exists()
+    book.begin_turn(third)
+    assert not book.end_turn(third, None, None)    # no session reported: forgotten
+    now[0] = 200
+    with pytest.raises(RefusedError):
+        book.get("codex-1")                    # idle past conversation_idle_seconds
+    assert not (tmp_path / "markers" / "thread-a").exists()
+
+
+def test_a_busy_conversation_is_never_evicted(tmp_path):
+    book = Conversations(1, 100, tmp_path / "m", clock=time.monotonic)
+    busy = book.start("codex")
+    book.begin_turn(busy)
+    with pytest.raises(RefusedError) as info:
+        book.start("codex")
+    assert "running a turn" in str(info.value)
+    with pytest.raises(RefusedError) as info:
+        book.begin_turn(busy)
+    assert str(info.value).startswith("session busy")
