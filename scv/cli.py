@@ -1,5 +1,6 @@
 """The `scv` command: a click group; each subcommand lives in its own module under scv/commands."""
 
+import importlib
 import sys
 
 import click
@@ -9,7 +10,21 @@ from scv.errors import ScvError
 
 
 class ScvGroup(click.Group):
-    """Turns SCV's own errors into one sentence on stderr and their exit status."""
+    """Loads each subcommand's module only when that command runs (start-up stays fast), and
+    turns SCV's own errors into one sentence on stderr and their exit status."""
+
+    def __init__(self, *args, lazy: dict[str, str] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy or {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def get_command(self, ctx: click.Context, name: str):
+        if name in self.lazy and name not in self.commands:
+            module_name, _, attribute = self.lazy[name].partition(":")
+            self.add_command(getattr(importlib.import_module(module_name), attribute), name)
+        return super().get_command(ctx, name)
 
     def invoke(self, ctx: click.Context):
         try:
@@ -19,20 +34,16 @@ class ScvGroup(click.Group):
             sys.exit(err.exit_code)
 
 
-@click.group(cls=ScvGroup, context_settings={"help_option_names": ["-h", "--help"]})
+# Every subcommand, by name: "module:attribute". Add new commands here.
+COMMANDS = {
+    "tool": "scv.commands.tool:tool_command",
+    "tools": "scv.commands.tool:tools_command",
+    "exec": "scv.commands.exec:exec_command",
+    "server": "scv.commands.server:server_command",
+}
+
+
+@click.group(cls=ScvGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="scv")
 def main() -> None:
     """SCV: a headless agent runtime. Every tool call runs in its own supervised worker process."""
-
-
-def _register() -> None:
-    from scv.commands import tool
-    main.add_command(tool.tool_command)
-    main.add_command(tool.tools_command)
-    from scv.commands import exec as exec_
-    main.add_command(exec_.exec_command)
-    from scv.commands import server
-    main.add_command(server.server_command)
-
-
-_register()

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -16,9 +17,11 @@ from tests.conftest import ROOT, result_json, run_scv, scv_env
 
 
 def every_command(group=main, prefix=()):
-    for name, command in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
         yield prefix + (name,)
-        if hasattr(command, "commands"):
+        if isinstance(command, click.Group):
             yield from every_command(command, prefix + (name,))
 
 

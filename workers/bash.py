@@ -10,7 +10,8 @@ from workers.runtime import ToolFailure, WorkerContext
 def execute(args: dict, ctx: WorkerContext) -> dict:
     call = ctx.call
     spec = process_runner.RunSpec(argv=["/bin/bash", "-lc", args["command"]], cwd=call.workspace,
-                                  env=dict(os.environ), timeout_seconds=call.timeout_seconds, tag=call.handle)
+                                  env=dict(os.environ), timeout_seconds=call.timeout_seconds, tag=call.handle,
+                                  chunk_views=True)
     output = HeadTail(call.output_limit_bytes)
     try:
         outcome = process_runner.run(spec, ctx.token, output.feed)

@@ -13,7 +13,8 @@ class HeadTail:
         self.tail = bytearray()
         self.total = 0
 
-    def feed(self, chunk: bytes) -> None:
+    def feed(self, chunk: bytes | memoryview) -> None:
+        """Keeps what it needs of the chunk (copied), so the caller may reuse its buffer."""
         self.total += len(chunk)
         room = self._head_size - len(self.head)
         if room > 0:

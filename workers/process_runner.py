@@ -46,6 +46,9 @@ class RunSpec:
     tag: str                                     # the call's handle, set as SCV_CALL
     stdin: int | None = subprocess.DEVNULL
     merge_stderr: bool = True
+    # Sinks get memoryviews of one reused buffer instead of new bytes (they copy what they keep):
+    # a flood of output then costs no allocation per read.
+    chunk_views: bool = False
     extra: dict = field(default_factory=dict)    # passed through to Popen (pass_fds, ...)
     on_start: Callable[[int], None] | None = None  # called with the leader's pid once it runs
 
@@ -120,11 +123,18 @@ def run(spec: RunSpec, token: CancelToken, on_stdout: Callable[[bytes], None],
             proc.returncode = statuses[proc.pid]
         return statuses
 
+    buffer = bytearray(READ_CHUNK) if spec.chunk_views else None
+    view = memoryview(buffer) if buffer is not None else None
+
     def read_ready(timeout: float | None) -> list:
         events = sel.select(timeout)
         for key, _ in events:
             if key.data == "pipe":
-                chunk = os.read(key.fd, READ_CHUNK)
+                if view is not None:
+                    count = os.readv(key.fd, [buffer])
+                    chunk = view[:count]
+                else:
+                    chunk = os.read(key.fd, READ_CHUNK)
                 if chunk:
                     sinks[key.fd](chunk)
                 else:

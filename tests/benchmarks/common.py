@@ -1,0 +1,74 @@
+"""Helpers shared by benchmarks: medians, interleaved timing, and resident-memory sampling."""
+
+import os
+import statistics
+import threading
+import time
+from typing import Callable
+
+
+def timed(fn: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
+def interleaved(a: Callable[[], object], b: Callable[[], object], rounds: int) -> tuple[float, float]:
+    """Median seconds of a and of b, alternating them so that machine noise hits both alike."""
+    ta, tb = [], []
+    for _ in range(rounds):
+        ta.append(timed(a))
+        tb.append(timed(b))
+    return statistics.median(ta), statistics.median(tb)
+
+
+def rss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def pss_bytes(pid: int) -> int:
+    """Proportional set size: pages shared after fork are split between the processes sharing
+    them, so summing it over a process tree does not count them twice."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class PeakMemory:
+    """Samples the resident memory of a set of processes (found again each time) every 5 ms."""
+
+    def __init__(self, pids: Callable[[], list[int]], measure: Callable[[int], int] = rss_bytes):
+        self._pids = pids
+        self._measure = measure
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, sum(self._measure(pid) for pid in self._pids()))
+            time.sleep(0.005)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def line(label: str, value: str) -> None:
+    print(f"   {label:<58} {value}", flush=True)
