@@ -1,0 +1,177 @@
+"""The pinned-address transport in this process, against real loopback servers (plain and
+TLS), with a stub resolver standing in for DNS."""
+
+import ipaddress
+import shutil
+import socket
+import ssl
+import subprocess
+
+import pytest
+
+from scv.web.urls import parse_url
+from tests.web_fakes import LoopbackServer, Reply
+from workers.runtime import ToolFailure
+from workers.web_fetch import FetchSettings, fetch, render
+from workers.web_transport import AddressPolicy, checked_addresses, resolve
+
+PAGE = b"<html><body><p>Served over the pinned connection, with enough words to read.</p></body></html>"
+
+
+def stub_resolver(table: dict[str, list[str]], calls: list[str] | None = None):
+    def lookup(host: str, port: int):
+        if calls is not None:
+            calls.append(host)
+        if host not in table:
+            raise ToolFailure(f"the host {host} cannot be resolved")
+        return [ipaddress.ip_address(a) for a in table[host]]
+    return lookup
+
+
+def settings(port: int | None = None, **extra) -> FetchSettings:
+    ports = frozenset({port}) if port else frozenset()
+    return FetchSettings(max_bytes=1 << 20, max_redirects=5, timeout_seconds=10,
+                         policy=AddressPolicy(loopback_ports=ports), **extra)
+
+
+@pytest.fixture
+def server():
+    srv = LoopbackServer({"/": Reply(body=PAGE)})
+    yield srv
+    srv.close()
+
+
+@pytest.mark.parametrize("addresses, why", [
+    (["10.0.0.7"], "private"),
+    (["93.184.216.34", "169.254.169.254"], "link-local"),     # one bad address refuses the name
+    (["2606:2800:220:1::1", "fd00::1"], "unique-local"),
+    (["::ffff:192.168.1.1"], "private"),
+    (["64:ff9b::a9fe:a9fe"], "link-local"),
+])
+def test_a_name_that_resolves_to_a_refused_address_is_refused(addresses, why):
+    url = parse_url("https://innocent.example/page")
+    with pytest.raises(ToolFailure) as caught:
+        checked_addresses(url, AddressPolicy(), stub_resolver({"innocent.example": addresses}))
+    assert why in str(caught.value) and "innocent.example resolves to" in str(caught.value)
+
+
+def test_public_addresses_pass_and_are_returned_in_order():
+    url = parse_url("https://innocent.example/")
+    found = checked_addresses(url, AddressPolicy(), stub_resolver({"innocent.example": ["93.184.216.34",
+                                                                                       "2606:2800:220:1::1"]}))
+    assert [str(a) for a in found] == ["93.184.216.34", "2606:2800:220:1::1"]
+
+
+def test_the_real_resolver_reads_localhost_as_loopback():
+    assert ipaddress.ip_address("127.0.0.1") in resolve("localhost", 80)
+    with pytest.raises(ToolFailure, match="loopback"):
+        checked_addresses(parse_url("http://localhost/"), AddressPolicy())
+
+
+def test_the_connection_uses_the_checked_address_and_never_looks_the_name_up_again(server, monkeypatch):
+    calls: list[str] = []
+    real = socket.getaddrinfo
+    lookups: list[str] = []
+
+    def guarded(host, *args, **kwargs):
+        lookups.append(str(host))
+        if host == "rebind.example":
+            return real("10.9.9.9", *args, **kwargs)   # what a rebinding DNS server would answer now
+        return real(host, *args, **kwargs)
+    monkeypatch.setattr(socket, "getaddrinfo", guarded)
+    resolver = stub_resolver({"rebind.example": ["127.0.0.1"]}, calls)
+    url = parse_url(f"http://rebind.example:{server.port}/")
+    fetched = fetch(url, settings(server.port), resolver=resolver)
+    assert fetched.status == 200 and "pinned connection" in render(fetched)
+    assert calls == ["rebind.example"]
+    assert "rebind.example" not in lookups
+    assert server.seen[0].headers["host"] == f"rebind.example:{server.port}"
+
+
+def test_redirects_are_resolved_and_checked_hop_by_hop(server):
+    server.routes["/hop"] = Reply(302, headers={"Location": f"http://evil.example:{server.port}/"})
+    calls: list[str] = []
+    resolver = stub_resolver({"good.example": ["127.0.0.1"], "evil.example": ["192.168.0.10"]}, calls)
+    with pytest.raises(ToolFailure, match="evil.example resolves to 192.168.0.10, a private address"):
+        fetch(parse_url(f"http://good.example:{server.port}/hop"), settings(server.port), resolver=resolver)
+    assert calls == ["good.example", "evil.example"]
+
+
+def test_a_redirect_from_an_auto_approved_fetch_must_stay_on_listed_https_hosts(server):
+    server.routes["/docs"] = Reply(302, headers={"Location": f"http://127.0.0.1:{server.port}/elsewhere"})
+    server.routes["/to-https"] = Reply(302, headers={"Location": "https://unlisted.example/"})
+    restricted = settings(server.port, redirect_hosts=("docs.example",))
+    with pytest.raises(ToolFailure) as caught:
+        fetch(parse_url(server.url("/docs")), restricted)
+    assert f"http://127.0.0.1:{server.port}/elsewhere" in str(caught.value)
+    assert "web.auto_approve_domains" in str(caught.value)
+    with pytest.raises(ToolFailure, match="https://unlisted.example/, which is not an auto-approved"):
+        fetch(parse_url(server.url("/to-https")), restricted)
+    assert [seen.path for seen in server.seen] == ["/docs", "/to-https"]
+
+
+def test_proxy_variables_are_ignored(server, monkeypatch):
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")       # nothing listens on the discard port
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    fetched = fetch(parse_url(server.url("/")), settings(server.port))
+    assert fetched.status == 200
+
+
+# --- TLS: the connection goes to the IP, the certificate is checked against the name ----------
+
+def _openssl(*args: str, cwd) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory):
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed; it makes the test certificate authority")
+    where = tmp_path_factory.mktemp("tls")
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+             "-subj", "/CN=scv test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=where)
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "site.key", "-out", "site.csr",
+             "-subj", "/CN=pinned.example", cwd=where)
+    (where / "ext.cnf").write_text("subjectAltName=DNS:pinned.example\nbasicConstraints=CA:FALSE\n"
+                                   "extendedKeyUsage=serverAuth\n")
+    _openssl("x509", "-req", "-in", "site.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+             "-out", "site.pem", "-days", "2", "-extfile", "ext.cnf", cwd=where)
+    return where
+
+
+@pytest.fixture
+def tls_server(tls_files):
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tls_files / "site.pem", tls_files / "site.key")
+    names: list[str | None] = []
+    context.sni_callback = lambda sock, name, ctx: names.append(name)
+    srv = LoopbackServer({"/": Reply(body=PAGE)}, tls=context)
+    srv.sni_names = names
+    yield srv
+    srv.close()
+
+
+def test_tls_goes_to_the_pinned_address_with_the_name_for_sni_and_the_certificate(tls_server, tls_files):
+    resolver = stub_resolver({"pinned.example": ["127.0.0.1"]})
+    url = parse_url(f"https://pinned.example:{tls_server.port}/")
+    fetched = fetch(url, settings(tls_server.port, verify=str(tls_files / "ca.pem")), resolver=resolver)
+    assert fetched.status == 200 and "pinned connection" in render(fetched)
+    assert tls_server.sni_names == ["pinned.example"]
+    assert tls_server.seen[0].headers["host"] == f"pinned.example:{tls_server.port}"
+
+
+def test_tls_fails_when_the_certificate_does_not_name_the_host(tls_server, tls_files):
+    resolver = stub_resolver({"other.example": ["127.0.0.1"]})
+    url = parse_url(f"https://other.example:{tls_server.port}/")
+    with pytest.raises(ToolFailure, match="the TLS connection to other.example failed"):
+        fetch(url, settings(tls_server.port, verify=str(tls_files / "ca.pem")), resolver=resolver)
+
+
+def test_tls_fails_against_an_untrusted_authority(tls_server):
+    resolver = stub_resolver({"pinned.example": ["127.0.0.1"]})
+    url = parse_url(f"https://pinned.example:{tls_server.port}/")
+    with pytest.raises(ToolFailure, match="the TLS connection to pinned.example failed"):
+        fetch(url, settings(tls_server.port), resolver=resolver)
