@@ -128,7 +128,14 @@ class Supervisor:
         to_r, to_w = os.pipe2(os.O_CLOEXEC)
         from_r, from_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
-        request = frame(encode(call))
+        try:
+            request = frame(encode(call))
+        except ProtocolError as exc:
+            for fd in (to_r, to_w, from_r, from_w, err_r, err_w):
+                os.close(fd)
+            with self._lock:
+                self._pending.pop(call_id, None)
+            return Result(ok=False, value={"error": f"the {call.tool} call is too large to send to a worker ({exc})"})
         try:
             import fcntl
             fcntl.fcntl(to_w, 1031, PIPE_SIZE)
