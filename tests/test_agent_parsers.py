@@ -24,7 +24,7 @@ from workers.agents.redact import redact
 def parse(parser_class, agent: str, name: str, chunk: int = 7):
     lines = []
     parser = parser_class(lines.append)
-    splitter = LineSplitter(parser.line)
+    splitter = LineSplitter(parser.lines)
     data = (CAPTURES / agent / f"{name}.jsonl").read_bytes()
     for start in range(0, len(data), chunk):        # arrives in small pieces, as from a pipe
         splitter.feed(data[start:start + chunk])
@@ -105,12 +105,12 @@ def test_unknown_shapes_and_non_json_are_ignored():
 
 def test_line_splitter_skips_oversized_lines_with_bounded_memory():
     seen = []
-    splitter = LineSplitter(seen.append, limit=10)
+    splitter = LineSplitter(lambda run: seen.extend(run.split(b"\n")), limit=10)
     splitter.feed(b"short\n" + b"x" * 25)
     assert len(splitter._partial) == 0            # dropped as soon as it passed the limit
     splitter.feed(b"y" * 30 + b"\nafter\r\nlast")
     splitter.close()
-    assert seen == [b"short", b"after", b"last"] and splitter.skipped == 1
+    assert seen == [b"short", b"after\r", b"last"] and splitter.skipped == 1
 
 
 @given(st.lists(st.binary(max_size=30).map(lambda b: b.replace(b"\n", b"")), max_size=20),
@@ -118,12 +118,12 @@ def test_line_splitter_skips_oversized_lines_with_bounded_memory():
 def test_line_splitter_matches_splitlines(lines, chunk):
     data = b"\n".join(lines)
     seen = []
-    splitter = LineSplitter(seen.append, limit=25)
+    splitter = LineSplitter(lambda run: seen.extend(line for line in run.split(b"\n") if line.strip()),
+                            limit=25)
     for start in range(0, len(data), chunk):
         splitter.feed(data[start:start + chunk])
     splitter.close()
-    expected = [line[:-1] if line.endswith(b"\r") else line for line in lines]
-    assert seen == [line for line in expected if line.strip() and len(line) <= 25]
+    assert seen == [line for line in lines if line.strip() and len(line) <= 25]
 
 
 @pytest.mark.parametrize("line, shown", [

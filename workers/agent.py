@@ -10,7 +10,7 @@ import os
 import shutil
 from pathlib import Path
 
-from workers import process_runner
+from workers import delegation_records, process_runner
 from workers.agents import tracking
 from workers.agents.capture import Head, Tail
 from workers.agents.descriptors import DESCRIPTORS
@@ -60,6 +60,7 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
         raise ToolFailure(f"{agent} cannot run: {executable} is no longer an executable file", **_blank(agent),
                           _available=False)
     scv_home = Path(ctx.options["scv_home"])
+    delegation_records.KEEPER.home = scv_home     # records of the calling session's SCV_HOME
     prepare_home(scv_home, descriptor)
     outfile = args.get("outfile")
     if outfile:
@@ -84,7 +85,7 @@ def _run(args, ctx, descriptor, argv, cwd, env, run, outfile) -> dict:
     throttle = ProgressThrottle(ctx.progress)
     parser_class = PARSERS.get(descriptor.output_format)
     parser = parser_class(throttle.offer) if parser_class else None
-    splitter = LineSplitter(parser.line) if parser else None
+    splitter = LineSplitter(parser.lines) if parser else None
     stdout, stderr = Head(call.output_limit_bytes), Tail(2048)
     token = ResultGraceToken(ctx.token)
     pids: list[int] = []

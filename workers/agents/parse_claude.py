@@ -10,19 +10,19 @@ from typing import Any
 import msgspec
 
 from workers.agents import verdict
-from workers.agents.report import SIGNIN, StreamParser, as_int, first_line, usage_of
+from workers.agents.report import SIGNIN, StreamParser, as_int, first_line, parts_of, usage_of
 
 FILE_TOOLS = {"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead"}
 _SYNTHETIC_KINDS = {"authentication_failed": SIGNIN, "rate_limit": "quota", "server_error": "http",
                     "overloaded_error": "http", "billing_error": "quota"}
 
 
-class Message(msgspec.Struct):
-    content: Any = None
+class Message(msgspec.Struct, gc=False):
+    content: msgspec.Raw = msgspec.Raw(b"null")    # decoded only for the parts progress needs
     model: Any = None
 
 
-class Event(msgspec.Struct):
+class Event(msgspec.Struct, gc=False):
     type: Any = None
     subtype: Any = None
     session_id: Any = None
@@ -68,13 +68,11 @@ class ClaudeStreamParser(StreamParser):
                 self._synthetic_kind = _SYNTHETIC_KINDS.get(event.error, self._synthetic_kind)
             if event.message.model == "<synthetic>":
                 return
-            for part in event.message.content if isinstance(event.message.content, list) else ():
-                if not isinstance(part, dict):
-                    continue
-                if part.get("type") == "tool_use" and isinstance(part.get("name"), str):
-                    self.progress(_tool_line(part["name"], part.get("input")))
-                elif part.get("type") == "text":
-                    self.progress(first_line(part.get("text")))
+            for part in parts_of(event.message.content):
+                if part.type == "tool_use" and isinstance(part.name, str):
+                    self.progress(_tool_line(part.name, part.input))
+                elif part.type == "text":
+                    self.progress(first_line(part.text))
         elif event.type == "result":
             self._result(event)
 

@@ -12,7 +12,7 @@ from workers.agents import verdict
 from workers.agents.report import StreamParser, usage_of
 
 
-class Item(msgspec.Struct):
+class Item(msgspec.Struct, gc=False):
     type: Any = None
     text: Any = None
     command: Any = None
@@ -23,11 +23,11 @@ class Item(msgspec.Struct):
     action: Any = None
 
 
-class ErrorBody(msgspec.Struct):
+class ErrorBody(msgspec.Struct, gc=False):
     message: Any = None
 
 
-class Event(msgspec.Struct):
+class Event(msgspec.Struct, gc=False):
     type: Any = None
     thread_id: Any = None
     item: Item | None = None
@@ -47,23 +47,43 @@ def _search_query(item: Item) -> str:
 class CodexJsonParser(StreamParser):
     Event = Event
 
+    def __init__(self, on_progress=None):
+        super().__init__(on_progress)
+        # Codex prints many small events: one lookup per event instead of a chain of comparisons.
+        self._dispatch = {"thread.started": self._thread, "item.started": self._item_started,
+                          "item.completed": self._item_completed, "turn.completed": self._completed,
+                          "turn.failed": self._failed, "error": self._error}
+
     def handle(self, event: Event) -> None:
-        report = self.report
-        kind = event.type
-        if kind == "thread.started" and isinstance(event.thread_id, str):
-            report.vendor_session = event.thread_id
-        elif kind in ("item.started", "item.completed") and event.item is not None:
-            self._item(kind, event.item)
-        elif kind == "turn.completed":
-            report.finished = True
-            usage = event.usage if isinstance(event.usage, dict) else {}
-            report.usage = usage_of(usage.get("input_tokens"), usage.get("output_tokens"),
-                                    usage.get("cached_input_tokens"))
-        elif kind == "turn.failed":
-            report.finished = True
-            message = event.error.message if event.error is not None else None
-            self._fail(message if isinstance(message, str) else "Codex reported that the turn failed")
-        elif kind == "error" and isinstance(event.message, str) and not event.message.startswith("Reconnecting"):
+        action = self._dispatch.get(event.type) if isinstance(event.type, str) else None
+        if action is not None:
+            action(event)
+
+    def _thread(self, event: Event) -> None:
+        if isinstance(event.thread_id, str):
+            self.report.vendor_session = event.thread_id
+
+    def _item_started(self, event: Event) -> None:
+        if event.item is not None and event.item.type != "agent_message":
+            self._item("item.started", event.item)
+
+    def _item_completed(self, event: Event) -> None:
+        if event.item is not None:
+            self._item("item.completed", event.item)
+
+    def _completed(self, event: Event) -> None:
+        self.report.finished = True
+        usage = event.usage if isinstance(event.usage, dict) else {}
+        self.report.usage = usage_of(usage.get("input_tokens"), usage.get("output_tokens"),
+                                     usage.get("cached_input_tokens"))
+
+    def _failed(self, event: Event) -> None:
+        self.report.finished = True
+        message = event.error.message if event.error is not None else None
+        self._fail(message if isinstance(message, str) else "Codex reported that the turn failed")
+
+    def _error(self, event: Event) -> None:
+        if isinstance(event.message, str) and not event.message.startswith("Reconnecting"):
             self._fail(event.message)
 
     def _fail(self, message: str) -> None:

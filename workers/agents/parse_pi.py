@@ -9,20 +9,20 @@ from typing import Any
 import msgspec
 
 from workers.agents import verdict
-from workers.agents.report import StreamParser, as_int
+from workers.agents.report import StreamParser, as_int, parts_of
 
 FILE_TOOLS = {"read", "edit", "write", "ls", "find", "grep"}
 
 
-class Message(msgspec.Struct):
+class Message(msgspec.Struct, gc=False):
     role: Any = None
-    content: Any = None
+    content: msgspec.Raw = msgspec.Raw(b"null")    # decoded only for an assistant's message_end
     usage: Any = None
     stopReason: Any = None
     errorMessage: Any = None
 
 
-class Event(msgspec.Struct):
+class Event(msgspec.Struct, gc=False):
     type: Any = None
     id: Any = None
     message: Message | None = None
@@ -75,9 +75,7 @@ class PiJsonParser(StreamParser):
         if self._counted:
             report.usage = {"input_tokens": self._input, "output_tokens": self._output,
                             "cached_input_tokens": self._cached}
-        parts = message.content if isinstance(message.content, list) else []
-        texts = [p["text"] for p in parts if isinstance(p, dict) and p.get("type") == "text"
-                 and isinstance(p.get("text"), str)]
+        texts = [p.text for p in parts_of(message.content) if p.type == "text" and isinstance(p.text, str)]
         if message.stopReason == "error":
             error = message.errorMessage if isinstance(message.errorMessage, str) else "pi reported a provider error"
             report.error = error

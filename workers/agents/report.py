@@ -35,6 +35,19 @@ class StreamParser(abc.ABC):
         self._progress = on_progress or (lambda line: None)
         self._decoder = msgspec.json.Decoder(self.Event)
 
+    def lines(self, run: bytes) -> None:
+        """A run of complete lines: decoded in one step, or line by line if one is not JSON."""
+        try:
+            events = self._decoder.decode_lines(run)
+        except msgspec.DecodeError:
+            for raw in run.split(b"\n"):
+                if raw.strip():
+                    self.line(raw)
+            return
+        self.report.json_lines += len(events)
+        for event in events:
+            self.handle(event)
+
     def line(self, raw: bytes) -> None:
         try:
             event = self._decoder.decode(raw)
@@ -68,6 +81,26 @@ def usage_of(input_tokens: Any, output_tokens: Any, cached: Any = None) -> dict[
         if as_int(value) is not None:
             usage[name] = value
     return usage or None
+
+
+class Part(msgspec.Struct, gc=False):
+    """One content part of a message (text, a tool call); fields beyond these are skipped."""
+    type: Any = None
+    text: Any = None
+    name: Any = None
+    input: Any = None
+    arguments: Any = None
+
+
+_parts = msgspec.json.Decoder(list[Part])
+
+
+def parts_of(raw: msgspec.Raw) -> list[Part]:
+    """Decodes a message's content only when a parser needs it (most events never do)."""
+    try:
+        return _parts.decode(raw)
+    except msgspec.DecodeError:
+        return []
 
 
 def first_line(text: Any) -> str | None:
