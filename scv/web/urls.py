@@ -85,10 +85,13 @@ def check_host(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | Non
     if _NUMERIC_LABEL.match(labels[-1]):
         # A resolver reads 127.1, 0x7f.1, 017700000001 and 2130706433 as IPv4 addresses: only the
         # one unambiguous spelling is taken.
-        if not _DOTTED_QUAD.match(host):
-            raise UrlError(f"the host {host!r} looks like an IP address written in an unusual form; write IPv4 "
-                           "addresses as four decimal numbers such as 93.184.216.34")
-        return ipaddress.IPv4Address(host)
+        try:
+            if _DOTTED_QUAD.match(host):
+                return ipaddress.IPv4Address(host)
+        except ValueError:
+            pass
+        raise UrlError(f"the host {host!r} is not an IPv4 address in the usual form; write IPv4 addresses as "
+                       "four decimal numbers from 0 to 255, such as 93.184.216.34")
     if len(host) > 253:
         raise UrlError("the URL's host name is longer than 253 characters; shorten it")
     for label in labels:
