@@ -1,0 +1,100 @@
+"""Risk and approval of web_fetch: the allowlist of HTTPS hosts, the summary, the policies,
+and `scv tool web_fetch` as a real process."""
+
+import json
+
+import pytest
+
+from scv.errors import RefusedError
+from scv.tools.base import Risk
+from tests.conftest import result_json, run_scv
+from tests.web_fakes import LoopbackServer, Reply
+from tests.web_runners import web_config, web_runner
+
+LISTED = ["docs.rs", "docs.python.org"]
+
+
+@pytest.mark.parametrize("url, risk", [
+    ("https://docs.rs/serde/latest/serde/", Risk.READ_ONLY),
+    ("https://DOCS.RS/x", Risk.READ_ONLY),
+    ("http://docs.rs/serde/", Risk.NETWORK),
+    ("https://sub.docs.rs/", Risk.NETWORK),
+    ("https://docs.rs.evil.example/", Risk.NETWORK),
+    ("https://example.com/?leak=secret", Risk.NETWORK),
+])
+def test_risk_is_read_only_only_for_listed_https_hosts(supervisor, workspace, url, risk):
+    runner = web_runner(supervisor, workspace, web_config(auto_approve_domains=LISTED))
+    prepared = runner.prepare("web_fetch", {"url": url})
+    assert prepared.risk is risk
+    assert prepared.summary == f"fetch {url}"           # the full URL, since it can carry data
+    args = prepared.spec.worker_args(prepared.args, runner.ctx)
+    assert ("redirect_hosts" in args) is (risk is Risk.READ_ONLY)
+
+
+def test_on_risk_asks_for_unlisted_urls_only(supervisor, workspace):
+    asked = []
+
+    def approver(tool, risk, summary):
+        asked.append((tool, risk, summary))
+        return False
+    runner = web_runner(supervisor, workspace, web_config(auto_approve_domains=LISTED), approver=approver)
+    runner.approve(runner.prepare("web_fetch", {"url": "https://docs.rs/tokio"}))
+    assert asked == []
+    with pytest.raises(RefusedError, match="approval for web_fetch was denied"):
+        runner.approve(runner.prepare("web_fetch", {"url": "https://example.com/page", "offset": 10}))
+    assert asked == [("web_fetch", Risk.NETWORK, "fetch https://example.com/page from character 10")]
+
+
+def test_never_policy_allows_listed_hosts_and_denies_the_rest(supervisor, workspace):
+    config = web_config(tools={"approval_policy": "never"}, auto_approve_domains=LISTED)
+    runner = web_runner(supervisor, workspace, config)
+    runner.approve(runner.prepare("web_fetch", {"url": "https://docs.python.org/3/"}))
+    with pytest.raises(RefusedError, match="network risk"):
+        runner.approve(runner.prepare("web_fetch", {"url": "https://example.com/"}))
+
+
+def test_the_schema_is_generated_and_closed(supervisor, workspace):
+    runner = web_runner(supervisor, workspace, web_config())
+    schema = runner.registry.get("web_fetch").schema(runner.ctx)
+    assert schema["required"] == ["url"] and set(schema["properties"]) == {"url", "offset"}
+    assert schema["additionalProperties"] is False
+    with pytest.raises(RefusedError, match="web_fetch has no argument 'method'"):
+        runner.prepare("web_fetch", {"url": "https://example.com/", "method": "POST"})
+
+
+# --- `scv tool web_fetch` as a real process ------------------------------------------------------
+
+@pytest.fixture
+def server(supervisor):
+    srv = LoopbackServer({"/": Reply(body=b"<html><head><title>Local</title></head><body><p>Served from the "
+                                          b"loopback server to a real scv process.</p></body></html>")})
+    yield srv
+    srv.close()
+
+
+def test_scv_tool_fetches_when_private_addresses_are_allowed(scv_home, workspace, server):
+    (scv_home / "config.toml").write_text("[web]\nallow_private_addresses = true\n")
+    proc = run_scv("tool", "web_fetch", json.dumps({"url": server.url("/")}), "--auto-approve", "-C", str(workspace))
+    assert proc.returncode == 0, proc.stderr
+    value = result_json(proc)
+    assert value["status"] == 200 and "Served from the loopback server" in value["content"]
+
+
+def test_scv_tool_refuses_loopback_by_default(scv_home, workspace, server):
+    proc = run_scv("tool", "web_fetch", json.dumps({"url": server.url("/")}), "--auto-approve", "-C", str(workspace))
+    assert proc.returncode == 1
+    assert "127.0.0.1 is a loopback address" in result_json(proc)["error"]
+    assert server.seen == []
+
+
+def test_scv_tool_without_a_terminal_does_not_fetch_unlisted_urls(scv_home, workspace, server):
+    (scv_home / "config.toml").write_text("[web]\nallow_private_addresses = true\n")
+    proc = run_scv("tool", "web_fetch", json.dumps({"url": server.url("/")}), "-C", str(workspace))
+    assert proc.returncode == 2 and "needs approval" in result_json(proc)["error"]
+    assert server.seen == []
+
+
+def test_scv_tool_refuses_credentials_before_anything_runs(scv_home, workspace):
+    proc = run_scv("tool", "web_fetch", '{"url": "https://user:pw@example.com/"}', "--auto-approve",
+                   "-C", str(workspace))
+    assert proc.returncode == 2 and "credentials" in result_json(proc)["error"]
