@@ -164,7 +164,7 @@ def test_schema_enum_options_and_required(offer, context, scv_home):
     assert with_default["required"] == ["prompt"]
     assert "omit it to use dsh" in with_default["properties"]["agent"]["description"]
     (scv_home / "agents/grok/.grok/auth.json").unlink()
-    assert set(AgentTool().schema(context())["properties"]) == {"prompt", "agent", "cwd", "timeout_seconds"}
+    assert not {"model", "effort", "session"} & set(AgentTool().schema(context())["properties"])
 
 
 def test_agent_lines_carry_the_users_notes(offer, context):
@@ -228,3 +228,29 @@ def test_a_project_cannot_set_agent_keys(workspace, text):
     with pytest.raises(ConfigError) as info:
         load_config(workspace)
     assert "may not be set by a project config" in str(info.value)
+
+
+def test_tool_contract_with_agents_on_offer(offer, context):
+    """The conformance checks of every tool, in a session that offers agents (the shared
+    conformance test sees none installed). With claude and codex on offer every option is in the
+    schema, and with a preferred agent only the prompt is required."""
+    import msgspec
+    from scv.tools.agent import AgentArgs
+    offer("claude", "codex")
+    ctx = context('[agent]\nprefer = ["codex"]\n')
+    spec = AgentTool()
+    schema = spec.schema(ctx)
+    assert schema["type"] == "object" and schema["additionalProperties"] is False
+    assert set(schema["properties"]) == {f.encode_name for f in msgspec.structs.fields(AgentArgs)}
+    assert schema["required"] == ["prompt"]
+    args = spec.parse(msgspec.json.encode(spec.example), ctx)
+    summary = spec.summary(args, ctx)
+    assert summary.startswith("agent codex: Launch ") and "\n" not in summary and len(summary) < 2000
+    assert spec.timeout_seconds(args, ctx) == 7200
+    worker_args = spec.worker_args(args, ctx)
+    msgspec.msgpack.encode(worker_args)
+    assert worker_args["argv"][-1] == spec.example["prompt"] and worker_args["conversation"] == "codex-1"
+    with pytest.raises(RefusedError, match="agent"):
+        spec.parse({**spec.example, "no_such_argument": 1}, ctx)
+    with pytest.raises(RefusedError, match="prompt"):
+        spec.parse({"agent": "codex"}, ctx)

@@ -24,6 +24,8 @@ def ctx(workspace):
 @pytest.mark.parametrize("spec_class", BUILTIN, ids=lambda c: c.name)
 def test_tool_contract(spec_class, ctx):
     spec: ToolSpec = spec_class()
+    if not spec.enabled(ctx):   # `agent` with no agent CLI installed (its own tests offer fake ones)
+        pytest.skip(f"{spec.name} is not offered in this context")
     # Name, description, files: scv/tools/<name>.py beside workers/<name>.py.
     assert re.fullmatch(r"[a-z][a-z0-9_]{0,63}", spec.name)
     assert len(spec.description) > 20

@@ -77,6 +77,8 @@ class AgentTool(ToolSpec):
                    "exit_code, stderr_tail, truncated, plus error, hint, note, fallback, session and turn when "
                    "they apply. The agent works on its own with its own credentials.")
     Args = AgentArgs
+    example = {"agent": "codex", "prompt": "Land the fix with the feature-flow skill.", "cwd": "scv",
+               "model": "gpt-5.5", "effort": "high", "timeout_seconds": 7200}
     executor = "workers.agent:execute"
     declared_risk = Risk.DELEGATE
 
