@@ -45,6 +45,9 @@ class ToolRunner:
             on_progress: Callable[[str], None] | None = None,
             on_approval: Callable[[ApprovalRequest], bool] | None = None) -> Result:
         spec, ctx = prepared.spec, self.ctx
+        started = spec.start_detached(prepared.args, ctx, self)
+        if started is not None:
+            return Result(ok=True, value=started)
         tools = ctx.config.tools
         call_id, handle = self.supervisor.new_handle()
         call = Call(tool=spec.name, executor=spec.executor, args=spec.worker_args(prepared.args, ctx),
@@ -52,7 +55,7 @@ class ToolRunner:
                     timeout_seconds=spec.timeout_seconds(prepared.args, ctx),
                     output_limit_bytes=tools.output_limit_bytes,
                     options={**spec.options(ctx), "memory_mb": tools.worker_memory_mb})
-        with self._one_at_a_time:
+        with self._one_at_a_time, spec.listen(prepared.args, ctx, cancel) as cancel:
             result = self.supervisor.run(call, call_id, memory_bytes=tools.worker_memory_mb << 20, cancel=cancel,
                                          on_progress=on_progress, on_approval=on_approval)
         return Result(ok=result.ok, value=spec.complete(prepared.args, result.ok, result.value, ctx))

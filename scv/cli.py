@@ -40,6 +40,9 @@ COMMANDS = {
     "tools": "scv.commands.tool:tools_command",
     "exec": "scv.commands.exec:exec_command",
     "server": "scv.commands.server:server_command",
+    "agents": "scv.commands.agents:agents_command",
+    "status": "scv.commands.status:status_command",
+    "batch": "scv.commands.batch:batch_command",
 }
 
 

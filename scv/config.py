@@ -53,6 +53,7 @@ class AgentConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     max_conversations: Annotated[int, Meta(ge=1, le=1000)] = 8
     conversation_idle_seconds: PositiveInt = 86400
     max_delegation_depth: Annotated[int, Meta(ge=0, le=16)] = 2
+    max_background: Annotated[int, Meta(ge=0, le=64)] = 4     # background jobs at once; 0 turns them off
 
 
 class AgentSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -46,6 +46,7 @@ def deny_all(request_id: str, tool: str, risk: Risk, summary: str, cancel: Cance
 class QueuedTurn:
     prompt: str
     origin: dict[str, Any]
+    build: Callable[[], tuple[str, dict[str, Any]] | None] | None = None
 
 
 class Session:
@@ -118,9 +119,25 @@ class Session:
         if self.on_queued is not None:
             self.on_queued()
 
-    def next_queued(self) -> QueuedTurn | None:
+    def queue_report(self, build: Callable[[], tuple[str, dict[str, Any]] | None]) -> None:
+        """Queues a turn whose prompt and origin are built when it starts (None: nothing left to
+        say), so results that arrive while it waits join it (background job reports)."""
         with self._lock:
-            return self._queue.popleft() if self._queue else None
+            self._queue.append(QueuedTurn("", {}, build))
+        if self.on_queued is not None:
+            self.on_queued()
+
+    def next_queued(self) -> QueuedTurn | None:
+        while True:
+            with self._lock:
+                if not self._queue:
+                    return None
+                queued = self._queue.popleft()
+            if queued.build is None:
+                return queued
+            built = queued.build()
+            if built is not None:
+                return QueuedTurn(*built)
 
     def add_hold(self, outstanding: Callable[[], bool]) -> None:
         self._holds.append(outstanding)

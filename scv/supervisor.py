@@ -30,6 +30,7 @@ BACKSTOP_SECONDS = 10.0     # past the call's timeout: the worker's own stop tak
 CANCEL_SECONDS = 6.0        # after Cancel: TERM, 2 s grace, KILL, bounded drain
 EXIT_WAIT_SECONDS = 5.0
 PIPE_SIZE = 1 << 20
+PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass
@@ -253,6 +254,44 @@ class Supervisor:
     def _stop_tagged(self, call: Call, immediate: bool = False) -> None:
         if self._ops.tagged(call.handle):
             stopping.stop(self._ops, group=None, find=lambda: self._ops.tagged(call.handle), immediate=immediate)
+
+    # --- descendants re-parented to this process ----------------------------------------------
+
+    def adopt_orphans(self) -> bool:
+        """Makes this process a child subreaper (Linux), so descendants a delegated agent leaves
+        behind re-parent here rather than to init, and collects those that exit (on SIGCHLD).
+        Call from the main thread of a command's process; False where the kernel refuses."""
+        import ctypes
+        try:
+            if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+                return False
+        except (OSError, AttributeError):
+            return False
+        signal.signal(signal.SIGCHLD, lambda signum, frame: self.collect_orphans())
+        return True
+
+    def collect_orphans(self) -> list[int]:
+        """Reaps exited children this process did not start: ones outside its own process group
+        other than the fork point (its own children, such as a test's, stay in its group)."""
+        mine = os.getpgrp()
+        reaped = []
+        for pid in self._ops.children(os.getpid()):
+            if pid == self.fork_point_pid:
+                continue
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as fh:
+                    fields = fh.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            # fields[0] is the state, fields[2] the process group
+            if fields[0] != b"Z" or int(fields[2]) == mine:
+                continue
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    reaped.append(pid)
+            except ChildProcessError:
+                pass
+        return reaped
 
     def close(self) -> None:
         if self._closed:

@@ -36,7 +36,10 @@ def write_marker(folder: Path, vendor_id: str, handle: str, agent: str) -> Path 
     if not _SAFE_ID.fullmatch(vendor_id):
         return None
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    body = json.dumps({"pid": os.getpid(), "agent": agent, "handle": handle}).encode()
+    # PID and start time of the owning SCV process: a reused PID never keeps a dead marker alive.
+    from scv.delegations.processes import start_time
+    body = json.dumps({"pid": os.getpid(), "start": start_time(os.getpid()), "agent": agent,
+                       "handle": handle}).encode()
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".marker-")
     try:
         os.write(fd, body)

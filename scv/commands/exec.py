@@ -23,6 +23,7 @@ from scv.commands.common import load_context, workspace_option
 from scv.errors import RefusedError, ScvError, UsageError
 from scv.providers.factory import build_provider
 from scv.session import Session
+from scv.delegations.startup import start_tracking
 from scv.supervisor import CANCEL_SECONDS, Supervisor
 from scv.tools.base import Risk
 from scv.tools.registry import executor_modules
@@ -120,6 +121,7 @@ def exec_command(prompt: str | None, script: Path | None, as_json: bool, timeout
         out.error(err)
         sys.exit(EXIT_USAGE if err.exit_code == 2 else err.exit_code)
     supervisor = Supervisor(preload=executor_modules())     # before any thread
+    start_tracking(supervisor)
     try:
         session = Session(supervisor, ctx, provider, emit=out.emit, asker=_asker(prompt_from_stdin),
                           auto_approve=auto_approve)

@@ -8,6 +8,7 @@ import click
 from scv.errors import UsageError
 from scv.protocol.server import StdioServer
 from scv.providers.script import load_script
+from scv.delegations.startup import start_tracking
 from scv.supervisor import Supervisor
 from scv.tools.registry import executor_modules
 
@@ -27,6 +28,7 @@ def server_command(stdio: bool, script: Path | None) -> None:
     if script is not None:
         load_script(script)     # a broken script is a usage error now, not at session.start
     supervisor = Supervisor(preload=executor_modules())     # before any thread
+    start_tracking(supervisor)
     try:
         code = StdioServer(supervisor, sys.stdin.buffer, sys.stdout.buffer, script=script).serve()
     finally:

@@ -48,6 +48,9 @@ class AgentArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         "matches a configured use_for default."))] | None = None
     timeout_seconds: Annotated[int, Meta(ge=1, description=(
         "Seconds before the agent is stopped (default tools.agent_timeout_seconds); raise it for long work."))] | None = None
+    background: Annotated[bool, Meta(description=(
+        "Run as a background job: the call returns a job handle at once and the result is reported when it "
+        "finishes (agent_wait, agent_status and agent_cancel manage jobs)."))] = False
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,9 @@ class AgentTool(ToolSpec):
 
     def check(self, args: AgentArgs, ctx: ToolContext) -> None:
         self.plan(args, ctx)
+        if args.background:
+            from scv.jobs.manager import jobs_of     # late: jobs import the call path
+            jobs_of(ctx).check_can_start()
 
     # --- what the person approving sees ------------------------------------------------------
 
@@ -187,6 +193,15 @@ class AgentTool(ToolSpec):
         return text
 
     # --- the run -----------------------------------------------------------------------------
+
+    def start_detached(self, args: AgentArgs, ctx: ToolContext, runner: Any) -> dict[str, Any] | None:
+        if not args.background:
+            return None
+        from scv.jobs.manager import jobs_of
+        plan = self.plan(args, ctx)
+        conversation = plan.conversation.handle if plan.conversation is not None else None
+        job = jobs_of(ctx).start(self, args, runner, plan.name, conversation)
+        return {"job": job.id, "agent": plan.name, "status": "running", "background": True}
 
     def options(self, ctx: ToolContext) -> dict[str, Any]:
         return {"scv_home": str(scv_home())}
@@ -283,6 +298,8 @@ class AgentTool(ToolSpec):
         for choice in timeout.get("anyOf", [timeout]):
             if choice.get("type") == "integer":
                 choice["maximum"] = ctx.config.tools.max_timeout_seconds
+        if ctx.config.agent.max_background <= 0:
+            props.pop("background", None)
         required = ["prompt"]
         if default_agent(ctx.config, list(offered)) is None:
             required.append("agent")

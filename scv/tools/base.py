@@ -8,12 +8,13 @@ call is never put to a person and never forks a worker.
 """
 
 import abc
+import contextlib
 import enum
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, ContextManager
 
 import msgspec
 
@@ -117,6 +118,17 @@ class ToolSpec(abc.ABC):
         """Supervisor-side last word on a result before anyone sees it (for example, to record
         state a worker reported and strip private fields). Runs for every finished call."""
         return value
+
+    def start_detached(self, args: msgspec.Struct, ctx: ToolContext, runner: Any) -> dict[str, Any] | None:
+        """Starts an approved call without waiting for it (a background job) and returns the result
+        the model gets at once; None (the default) runs the call in a worker as usual."""
+        return None
+
+    def listen(self, args: msgspec.Struct, ctx: ToolContext, cancel: Any) -> ContextManager[Any]:
+        """The cancellation the call's worker listens to, as a context around the run: the turn's
+        own by default; a tool whose worker waits for something the session holds (a background
+        job settling) widens it, so the session can wake the worker."""
+        return contextlib.nullcontext(cancel)
 
     def system_prompt_section(self, ctx: ToolContext) -> str | None:
         """A section this tool adds to the session's system prompt (for example, the agents

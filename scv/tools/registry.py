@@ -4,6 +4,9 @@ from typing import Iterator
 
 from scv.errors import RefusedError
 from scv.tools.agent import AgentTool
+from scv.tools.agent_cancel import AgentCancelTool
+from scv.tools.agent_status import AgentStatusTool
+from scv.tools.agent_wait import AgentWaitTool
 from scv.tools.base import ToolContext, ToolSpec
 from scv.tools.bash import BashTool
 from scv.tools.read import ReadTool
@@ -11,7 +14,8 @@ from scv.tools.web_fetch import WebFetchTool
 from scv.tools.web_search import WebSearchTool
 from scv.tools.write import WriteTool
 
-BUILTIN: tuple[type[ToolSpec], ...] = (ReadTool, WriteTool, BashTool, WebFetchTool, WebSearchTool, AgentTool)
+BUILTIN: tuple[type[ToolSpec], ...] = (ReadTool, WriteTool, BashTool, WebFetchTool, WebSearchTool, AgentTool,
+                                         AgentWaitTool, AgentStatusTool, AgentCancelTool)
 
 
 class Registry:

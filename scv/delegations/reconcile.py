@@ -1,0 +1,123 @@
+"""The orphan reconcile, run when `scv exec`, `scv server --stdio` and `scv batch` start, and by
+`scv agents kill --orphans`.
+
+A record whose owning SCV process is gone (matched by PID and start time) is an orphan: its
+agent's group and every process tagged with its link are stopped and the record removed. A
+conversation marker whose owning SCV process is gone is removed too. The number of orphans
+stopped is kept in `state/orphans-stopped.json` for `scv status`.
+"""
+
+import fcntl
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from scv.delegations import processes, records
+from scv.delegations.records import Record
+
+COUNTER = "orphans-stopped.json"
+
+
+@dataclass
+class Reconciled:
+    orphans: list[str]          # handles stopped and removed
+    markers: list[str]          # conversation markers removed
+
+
+def owner_alive(record: Record) -> bool:
+    return processes.alive(record.owner_pid, record.owner_start)
+
+
+def stop_and_remove(home: Path, record: Record) -> int:
+    signalled = processes.stop_run(record.pid, record.pid_start, record.link)
+    records.remove(home, record.handle)
+    return signalled
+
+
+def markers_folder(home: Path) -> Path:
+    return home / "state" / "conversations"
+
+
+def marker_owner_alive(data: bytes) -> bool:
+    """A marker names the SCV process that keeps the conversation: `pid`, and `start` when the
+    writer recorded it (without it, a live PID counts, which errs on keeping)."""
+    try:
+        body = json.loads(data)
+        pid = int(body["pid"])
+    except (ValueError, KeyError, TypeError):
+        return False
+    start = body.get("start")
+    if isinstance(start, (int, float)):
+        return processes.alive(pid, float(start))
+    return processes.start_time(pid) is not None
+
+
+def live_marker_ids(home: Path) -> set[str]:
+    """CLI session ids named by markers whose owner still runs (their transcripts are kept)."""
+    folder = markers_folder(home)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return set()
+    live = set()
+    for name in names:
+        if name.startswith(".") or not records.HANDLE.fullmatch(name):
+            continue
+        data = records.read_regular(folder / name, 4096)
+        if data is not None and marker_owner_alive(data):
+            live.add(name)
+    return live
+
+
+def remove_dead_markers(home: Path) -> list[str]:
+    folder = markers_folder(home)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        if name.startswith(".") or not records.HANDLE.fullmatch(name):
+            continue
+        data = records.read_regular(folder / name, 4096)
+        if data is not None and not marker_owner_alive(data):
+            try:
+                os.unlink(folder / name)
+                removed.append(name)
+            except FileNotFoundError:
+                pass
+    return removed
+
+
+def _count_stopped(home: Path, more: int) -> None:
+    path = home / "state" / COUNTER
+    records.ensure_folder(path.parent)
+    lock_fd = os.open(home / "state" / ".orphans.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        total = stopped_so_far(home) + more
+        records.write_atomic(path, json.dumps({"stopped": total}).encode())
+    finally:
+        os.close(lock_fd)
+
+
+def stopped_so_far(home: Path) -> int:
+    data = records.read_regular(home / "state" / COUNTER, 4096)
+    try:
+        return int(json.loads(data)["stopped"]) if data else 0
+    except (ValueError, KeyError, TypeError):
+        return 0
+
+
+def reconcile(home: Path) -> Reconciled:
+    """One pass: orphans stopped and removed, dead owners' conversation markers removed."""
+    orphans = []
+    for record in records.all_records(home):
+        if owner_alive(record):
+            continue
+        stop_and_remove(home, record)
+        orphans.append(record.handle)
+    if orphans:
+        _count_stopped(home, len(orphans))
+    return Reconciled(orphans=orphans, markers=remove_dead_markers(home))

@@ -1,0 +1,82 @@
+"""`agent_wait`: waits for a background job to finish, or for the timeout.
+
+The waiting happens in the call's worker, which sleeps on its cancellation token; the session
+wakes it when the job settles (see scv/jobs/wake.py), so the turn's cancellation, the deadline
+and the supervisor's backstop apply to the wait as to any call. The result is the job as the
+model reads it: finished with its result, or still running with its latest progress line.
+"""
+
+import contextlib
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta
+
+from scv.errors import RefusedError
+from scv.jobs.manager import check_handle, find_job
+from scv.jobs.wake import either
+from scv.tools.base import Risk, ToolContext, ToolSpec
+from scv.tools.agent import AgentTool
+
+WAKE_MARGIN_SECONDS = 5.0      # the call's deadline lies past the wait itself
+
+
+class AgentWaitArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    job: Annotated[str, Meta(description="The job handle an agent call with background returned, such as job-1.")]
+    timeout_seconds: Annotated[int, Meta(ge=1, description=(
+        "Longest wait in seconds (default tools.agent_timeout_seconds); the job keeps running after it."))] | None = None
+
+
+def jobs_enabled(ctx: ToolContext) -> bool:
+    return ctx.config.agent.max_background > 0 and AgentTool().enabled(ctx)
+
+
+class AgentWaitTool(ToolSpec):
+    name = "agent_wait"
+    description = ("Wait until a background agent job finishes (or the timeout passes) and return it: job, agent, "
+                   "status, elapsed_seconds and result, or status running with its latest progress. It holds the "
+                   "turn open, so use it only for a result you need within this turn.")
+    Args = AgentWaitArgs
+    executor = "workers.agent_wait:execute"
+    declared_risk = Risk.READ_ONLY
+    example = {"job": "job-1", "timeout_seconds": 60}
+
+    def enabled(self, ctx: ToolContext) -> bool:
+        return jobs_enabled(ctx)
+
+    def _seconds(self, args: AgentWaitArgs, ctx: ToolContext) -> int:
+        return args.timeout_seconds or ctx.config.tools.agent_timeout_seconds
+
+    def check(self, args: AgentWaitArgs, ctx: ToolContext) -> None:
+        ceiling = ctx.config.tools.max_timeout_seconds
+        if args.timeout_seconds is not None and args.timeout_seconds > ceiling:
+            raise RefusedError(f"agent_wait timeout_seconds {args.timeout_seconds} is over the ceiling of {ceiling} "
+                               "seconds (tools.max_timeout_seconds); ask for at most that")
+        check_handle(self.name, args.job)
+
+    def summary(self, args: AgentWaitArgs, ctx: ToolContext) -> str:
+        return f"wait up to {self._seconds(args, ctx)} s for background job {args.job}"
+
+    def timeout_seconds(self, args: AgentWaitArgs, ctx: ToolContext) -> float:
+        return self._seconds(args, ctx) + WAKE_MARGIN_SECONDS
+
+    def worker_args(self, args: AgentWaitArgs, ctx: ToolContext) -> dict[str, Any]:
+        _, _, missing = find_job(ctx, args.job)
+        return {"job": args.job, "seconds": self._seconds(args, ctx), "missing": missing}
+
+    @contextlib.contextmanager
+    def listen(self, args: AgentWaitArgs, ctx: ToolContext, cancel: Any):
+        jobs, job, _ = find_job(ctx, args.job)
+        if job is None:
+            yield cancel
+            return
+        waiter = jobs.wake_on_settle(job)
+        try:
+            with either(cancel, waiter) as merged:
+                yield merged
+        finally:
+            jobs.forget_waiter(job, waiter)
+
+    def complete(self, args: AgentWaitArgs, ok: bool, value: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        jobs, job, _ = find_job(ctx, args.job)
+        return jobs.describe(job) if job is not None else value

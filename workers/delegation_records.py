@@ -1,0 +1,58 @@
+"""The worker side of delegation tracking: while a delegated agent runs, its record lives in
+`$SCV_HOME/state/delegations/<handle>.json` (see scv/delegations/records.py).
+
+Importing this module registers the observer with `workers.agents.tracking`; the fork point
+preloads it with the agent executor, so every worker has it. The owning SCV process is the
+supervisor: the parent of this worker's fork point. When the run ends, anything still tagged
+with its link is stopped (the process runner has already stopped the group and the worker's
+own descendants) and the record removed.
+"""
+
+import os
+import time
+from pathlib import Path
+
+from scv.config import scv_home
+from scv.delegations import processes, records
+from workers.agents import tracking
+from workers.agents.tracking import DelegatedRun
+
+
+def _owner() -> tuple[int, float]:
+    """The supervisor: this worker's parent is the fork point, whose parent owns the run."""
+    import psutil
+    try:
+        owner = psutil.Process(os.getppid()).ppid()
+    except psutil.Error:
+        owner = os.getppid()
+    return owner, processes.start_time(owner) or 0.0
+
+
+class RecordKeeper:
+    def __init__(self, home: Path | None = None):
+        self.home = home
+
+    def _home(self) -> Path:
+        return self.home or scv_home()
+
+    def started(self, run: DelegatedRun, pid: int) -> None:
+        link = run.parent.rsplit(",", 1)[-1]
+        session = link.split("/")[1] if link.count("/") >= 2 else ""
+        owner_pid, owner_start = _owner()
+        record = records.Record(handle=run.handle, agent=run.agent, parent=run.parent, session=session,
+                                cwd=run.cwd, depth=run.depth, pid=pid, pid_start=processes.start_time(pid) or 0.0,
+                                owner_pid=owner_pid, owner_start=owner_start, started_unix=time.time(),
+                                conversation=run.conversation, turn=run.turn)
+        records.write(self._home(), record)
+
+    def ended(self, run: DelegatedRun, pid: int, exit_code: int | None, signal: str | None) -> None:
+        link = run.parent.rsplit(",", 1)[-1]
+        if processes.tagged(link):
+            # FINISHED -> STOPPING: descendants that escaped the group and the worker's reach.
+            processes.stop_run(None, None, link)
+        records.remove(self._home(), run.handle)
+
+
+KEEPER = RecordKeeper()
+if not any(isinstance(observer, RecordKeeper) for observer in tracking.OBSERVERS):
+    tracking.OBSERVERS.append(KEEPER)
