@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from scv.cancellation import Cancellation
+from scv.errors import RefusedError
 from tests.agent_fakes import install
 
 
@@ -318,3 +319,29 @@ def test_environment_drops_credentials_and_vendor_state(tmp_path, scv_home):
     assert seen["SCV_PARENT"].startswith("scv-1/s-1/claude-aa,scv-")
     assert seen["SCV_CALL"]
     assert os.stat(scv_home / "agents" / "codex").st_mode & 0o777 == 0o700
+
+
+def test_a_conversation_keeps_its_directory(agents, make_runner, workspace):
+    codex = agents("codex")
+    codex.replay("codex", "resume_0_first")
+    (workspace / "a").mkdir()
+    (workspace / "b").mkdir()
+    runner = make_runner()
+    ok, first = call(runner, {"agent": "codex", "prompt": "hi", "cwd": "a"})
+    assert ok and codex.cwd() == str(workspace / "a")
+    with pytest.raises(RefusedError) as info:
+        runner.prepare("agent", {"session": first["session"], "prompt": "more", "cwd": "b"})
+    assert str(info.value).startswith(f"conversation codex-1 runs in {workspace / 'a'}, not {workspace / 'b'}")
+    codex.replay("codex", "resume_1_opts_after_resume")
+    ok, second = call(runner, {"session": first["session"], "prompt": "more"})
+    assert ok and codex.cwd() == str(workspace / "a")        # continued where it started
+
+
+def test_full_permissions_refused_as_root_is_a_plain_failure(agents, make_runner, write_config):
+    write_config('[agents.claude]\npermissions = "full"\n')
+    claude = agents("claude")
+    claude.replay("claude", "tool_bash_bypass")
+    ok, value = call(make_runner(), {"agent": "claude", "prompt": "touch x"})
+    assert value["status"] == "failed" and "cannot be used with root/sudo privileges" in value["error"]
+    assert "fallback" not in value and "hint" not in value
+    assert claude.calls()[0][1:3] == ["--permission-mode", "bypassPermissions"]
