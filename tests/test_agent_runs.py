@@ -345,3 +345,14 @@ def test_full_permissions_refused_as_root_is_a_plain_failure(agents, make_runner
     assert value["status"] == "failed" and "cannot be used with root/sudo privileges" in value["error"]
     assert "fallback" not in value and "hint" not in value
     assert claude.calls()[0][1:3] == ["--permission-mode", "bypassPermissions"]
+
+
+def test_an_agent_gone_since_the_session_started_gets_a_fallback(agents, make_runner):
+    claude = agents("claude")
+    agents("codex")
+    runner = make_runner()                      # both offered at session start
+    claude.executable.unlink()
+    ok, value = call(runner, {"agent": "claude", "prompt": "hi"})
+    assert value["status"] == "failed" and "is no longer an executable file" in value["error"]
+    assert "Other agents are available: codex." in value["fallback"]
+    assert "session" not in value

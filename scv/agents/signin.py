@@ -19,7 +19,8 @@ def _read_json(path: Path) -> object:
 
 
 def _grok(folder: Path, descriptor: Descriptor, environ: dict[str, str]) -> bool:
-    if isinstance(_read_json(folder / "auth.json"), dict) and _read_json(folder / "auth.json"):
+    auth = _read_json(folder / "auth.json")
+    if isinstance(auth, dict) and auth:
         return True
     try:
         config = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))
