@@ -254,3 +254,18 @@ def test_tool_contract_with_agents_on_offer(offer, context):
         spec.parse({**spec.example, "no_such_argument": 1}, ctx)
     with pytest.raises(RefusedError, match="prompt"):
         spec.parse({"agent": "codex"}, ctx)
+
+
+def test_a_delegated_scv_inherits_its_depth(offer, tmp_path, scv_home, user_home):
+    from tests.conftest import run_scv, scv_env
+    offer("claude")
+    env = scv_env(HOME=str(user_home), SCV_HOME=str(scv_home))
+
+    def tools(**extra: str) -> list[str]:
+        listed = run_scv("tools", "-C", str(tmp_path), env={**env, **extra})
+        assert listed.returncode == 0, listed.stderr
+        return [row.split()[0] for row in listed.stdout.splitlines() if row.strip()]
+
+    assert "agent" in tools() and "agent" in tools(SCV_DELEGATION_DEPTH="1")
+    assert "agent" not in tools(SCV_DELEGATION_DEPTH="2")
+    assert "agent" not in tools(SCV_DELEGATION_DEPTH="junk")

@@ -1,5 +1,6 @@
 """What several commands share: the workspace option and loading the session context."""
 
+import os
 from pathlib import Path
 
 import click
@@ -7,6 +8,7 @@ import click
 from scv.config import load_config
 from scv.errors import UsageError
 from scv.tools.base import ToolContext
+from workers.agents.environment import inherited_depth
 
 
 def resolve_workspace(value: str | None) -> Path:
@@ -22,7 +24,9 @@ def resolve_workspace(value: str | None) -> Path:
 
 def load_context(workspace: str | None) -> ToolContext:
     root = resolve_workspace(workspace)
-    return ToolContext(workspace=root, config=load_config(root))
+    # A session started by a delegated agent carries its depth, so the delegation limit holds.
+    depth = inherited_depth(dict(os.environ))
+    return ToolContext(workspace=root, config=load_config(root), delegation_depth=depth)
 
 
 workspace_option = click.option("-C", "--workspace", "workspace", metavar="DIR", default=None,

@@ -52,3 +52,12 @@ def prepare_home(scv_home: Path, descriptor: Descriptor) -> None:
     """Creates the private home and state folder (mode 0700) if they are missing."""
     for folder in (agent_home(scv_home, descriptor.name), state_dir(scv_home, descriptor)):
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def inherited_depth(environ: dict[str, str]) -> int:
+    """The delegation depth of an SCV process started by a delegated agent (0 otherwise); a value
+    that is not a small non-negative number counts as the deepest, so the limit still holds."""
+    value = environ.get(DEPTH_VARIABLE)
+    if value is None or value == "":
+        return 0
+    return int(value) if value.isdigit() and len(value) <= 3 else 999
