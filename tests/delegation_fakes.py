@@ -1,0 +1,77 @@
+"""Helpers for the background job, delegation and batch tests: fake agent CLIs installed in a fake
+user's ~/.local/bin (through the committed launcher, see tests/agent_fakes.py), `scv exec` scripts,
+and looking up the processes a delegated run tagged with SCV_PARENT."""
+
+import json
+import os
+import time
+from pathlib import Path
+
+import psutil
+
+from tests.agent_fakes import CAPTURES, install
+
+CODEX_REPLY = CAPTURES / "codex" / "resume_0_first.jsonl"     # replies "hi from fake"
+
+
+def codex_reply_lines(text: str) -> str:
+    """Bash that prints a codex --json run whose reply is `text`."""
+    events = [{"type": "thread.started", "thread_id": "01a23691-2d39-76f3-96e6-26722adb2aab"},
+              {"type": "item.completed", "item": {"id": "item_0", "type": "agent_message", "text": text}},
+              {"type": "turn.completed", "usage": {"input_tokens": 1, "output_tokens": 1}}]
+    return "\n".join(f"printf '%s\\n' {json.dumps(json.dumps(e))}" for e in events) + "\n"
+
+
+def setup_fake_home(tmp_path: Path, monkeypatch) -> Path:
+    user_home = tmp_path / "user"
+    monkeypatch.setenv("HOME", str(user_home))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    return user_home
+
+
+def fake_agent(tmp_path: Path, name: str, body: str):
+    agent = install(tmp_path / "user" / ".local" / "bin", name, tmp_path / "log" / name)
+    agent.write(body)
+    return agent
+
+
+def write_script(path: Path, *turns: dict) -> Path:
+    path.write_text("\n".join(json.dumps(t) for t in turns) + "\n")
+    return path
+
+
+def events(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip().startswith("{")]
+
+
+def tagged_with(fragment: str) -> list[psutil.Process]:
+    """Live (not zombie) processes whose SCV_PARENT contains `fragment`."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.pid == os.getpid() or process.status() == psutil.STATUS_ZOMBIE:
+                continue
+            with open(f"/proc/{process.pid}/environ", "rb") as fh:
+                env = fh.read().split(b"\0")
+        except (OSError, psutil.Error):
+            continue
+        if any(item.startswith(b"SCV_PARENT=") and fragment.encode() in item for item in env):
+            found.append(process)
+    return found
+
+
+def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {predicate}")
+
+
+def records_in(home: Path) -> list[dict]:
+    folder = home / "state" / "delegations"
+    if not folder.is_dir():
+        return []
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
