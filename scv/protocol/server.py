@@ -7,6 +7,7 @@ broken stdout) or the process gets SIGINT/SIGTERM, the running turn is cancelled
 call's processes are stopped, and `serve` returns.
 """
 
+import queue
 import signal
 import threading
 import uuid
@@ -54,10 +55,11 @@ class StdioServer:
         self._write_lock = threading.Lock()
         self._state = threading.Lock()
         self._approvals: dict[str, _Approval] = {}
-        self._running = False
-        self._thread: threading.Thread | None = None
+        self._busy = False                  # a turn is accepted or running
+        self._work: "queue.Queue[tuple | None]" = queue.Queue()     # the open session's client turns
+        self._worker: threading.Thread | None = None
+        self._stop = threading.Event()
         self._cancel: Cancellation | None = None
-        self._closing = False
 
     # --- output ------------------------------------------------------------------------------
 
@@ -85,6 +87,12 @@ class StdioServer:
             with self._state:
                 self._approvals[params["id"]] = _Approval()
             params = {k: params[k] for k in ("id", "tool", "risk", "summary", "turn_id")}
+        elif name == ev.APPROVAL_RESOLVED:
+            with self._state:
+                self._approvals.pop(params["id"], None)     # a late approval.resolve gets an error
+        elif name in (ev.TURN_COMPLETED, ev.TURN_FAILED):
+            with self._state:
+                self._busy = False  # BUSY -> IDLE: a client that saw this event may start the next turn
         self._write(Notification(method=name, params=params))
 
     # --- approvals ---------------------------------------------------------------------------
@@ -96,7 +104,7 @@ class StdioServer:
             return False
         try:
             while not waiter.answered.wait(0.05):
-                if cancel.cancelled or self.client_gone or self._closing:
+                if cancel.cancelled or self.client_gone or self._stop.is_set():
                     return False    # a turn cancelled while waiting denies the request
             return waiter.approved
         finally:
@@ -186,65 +194,66 @@ class StdioServer:
         ctx = ToolContext(workspace=root, config=config, delegation_depth=params.delegation_depth)
         session = Session(self.supervisor, ctx, provider, emit=self.notify, asker=self._ask,
                           auto_approve=params.auto_approve, base_prompt=params.system_prompt)
-        session.on_queued = self._run_queued
         self.session = session
+        self._stop = threading.Event()
+        self._work = work = queue.Queue()
+        self._worker = threading.Thread(target=self._run_turns, args=(session, work, self._stop), name="scv-turns",
+                                        daemon=True)
+        self._worker.start()
+        session.on_queued = lambda: work.put(None)      # wake the worker
         return {"session_id": f"session-{uuid.uuid4().hex[:12]}", "workspace": str(root), "provider": provider.name,
                 "model": provider.model, "tools": session.registry.names()}
-
-    def _reserve(self) -> bool:
-        with self._state:
-            if self._running:
-                return False
-            self._running = True
-            return True
 
     def _start_turn(self, prompt: str, id) -> None:
         session = self.session
         if session is None:
             raise BadMessage(SERVER_ERROR, "no session is open; send session.start first", id)
-        if not self._reserve():
-            raise BadMessage(SERVER_ERROR, "a turn is already running; wait for turn.completed or send turn.cancel",
-                             id)
+        with self._state:
+            if self._busy:
+                raise BadMessage(SERVER_ERROR, "a turn is already running; wait for turn.completed or send "
+                                               "turn.cancel", id)
+            # IDLE -> BUSY: the turn exists (and turn.cancel finds it) before the client hears of it.
+            self._busy = True
+            cancel = self._cancel = Cancellation()
         turn_id = session.new_turn_id()
-        self._cancel = Cancellation()       # before the client knows the turn, so turn.cancel finds it
         self._respond(id, {"turn_id": turn_id})
-        self._launch(session, (prompt, None, turn_id))
+        self._work.put((prompt, None, turn_id, cancel))
 
-    def _run_queued(self) -> None:
-        session = self.session
-        if session is not None and not self._closing and self._reserve():
-            self._launch(session, None)
-
-    def _launch(self, session: Session, first) -> None:
-        thread = threading.Thread(target=self._turns, args=(session, first), name="scv-turn", daemon=True)
-        self._thread = thread
-        thread.start()
-
-    def _turns(self, session: Session, first) -> None:
-        try:
-            item = first
-            while not self._closing and not self.client_gone:
-                if item is None:
-                    queued = session.next_queued()
-                    if queued is None:
-                        break
-                    item = (queued.prompt, queued.origin, None)
-                    self._cancel = Cancellation()
-                prompt, origin, turn_id = item
+    def _run_turns(self, session: Session, work: queue.Queue, stop: threading.Event) -> None:
+        """The session's one turn thread: client turns in order, and turns the session queued
+        on its own whenever no client turn is waiting."""
+        while not stop.is_set() and not self.client_gone:
+            try:
+                item = work.get(timeout=0.2)
+            except queue.Empty:
                 item = None
-                cancel = self._cancel
-                try:
-                    session.run_turn(prompt, cancel=cancel, origin=origin, turn_id=turn_id)
-                finally:
-                    with self._state:       # _cancel_turn uses it under the same lock
-                        self._cancel = None
-                        cancel.close()
-        finally:
+            if stop.is_set() or self.client_gone:
+                return
+            if item is None:
+                with self._state:
+                    if self._busy:
+                        continue        # a client turn was accepted; its item is on the way
+                # Outside the lock: a queued turn may build its prompt when it starts.
+                queued = session.next_queued()
+                if queued is None:
+                    continue
+                with self._state:
+                    self._busy = True   # IDLE -> BUSY for a turn the server starts on its own
+                item = (queued.prompt, queued.origin, None, Cancellation())
+            prompt, origin, turn_id, cancel = item
             with self._state:
-                self._running = False
-        # Something queued while this thread was finishing starts its own turn.
-        if session.held() and not self._closing:
-            self._run_queued()
+                self._cancel = cancel   # what turn.cancel cancels from now on
+            try:
+                session.run_turn(prompt, cancel=cancel, origin=origin, turn_id=turn_id)
+            except BaseException:
+                with self._state:
+                    self._busy = False  # the turn's last event, which clears it, never came
+                raise
+            finally:
+                with self._state:
+                    if self._cancel is cancel:
+                        self._cancel = None
+                    cancel.close()
 
     def _cancel_turn(self, reason: str) -> bool:
         with self._state:
@@ -257,7 +266,9 @@ class StdioServer:
             return True
 
     def _wait_for_turn(self) -> None:
-        thread = self._thread
+        self._stop.set()
+        self._work.put(None)
+        thread = self._worker
         if thread is None or not thread.is_alive():
             return
         phase = self.session.phase if self.session else "idle"
@@ -267,16 +278,13 @@ class StdioServer:
         session = self.session
         if session is None:
             return
-        self._closing = True
         self._cancel_turn("session_closed")
         self._wait_for_turn()
         session.close()
         self.session = None
-        self._closing = False
 
     def _shutdown(self) -> None:
         # stdout may still be read after stdin closed: the turn's last events are still written.
-        self._closing = True
         self._cancel_turn("client_gone")
         self._wait_for_turn()
         if self.session is not None:

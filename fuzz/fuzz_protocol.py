@@ -1,0 +1,69 @@
+"""Longer runs over the client-side decoders: the SSE decoder (any bytes, cut anywhere, decode
+the same as in one piece and never raise anything but SSEError) and the JSON-RPC request
+decoder (any line ends in a request or one BadMessage with a JSON-RPC error code)."""
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scv.protocol.messages import (INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, METHODS, PARSE_ERROR,
+                                   BadMessage, decode_request)
+from scv.providers.sse import SSEDecoder, SSEError
+
+SSE_PIECES = st.sampled_from([b"data:", b"data: ", b"event: x", b"id: 1", b":c", b"\n", b"\r", b"\r\n", b"{}",
+                              b"[DONE]", b"retry: 5", b"\xff", b"\xe2\x82", b"data"])
+SSE_BYTES = st.lists(SSE_PIECES | st.binary(max_size=8), max_size=40).map(b"".join)
+
+
+def _decode(chunks: list[bytes]):
+    decoder = SSEDecoder(max_event_bytes=1 << 12)
+    events = []
+    for chunk in chunks:
+        events.extend(decoder.feed(chunk))
+    events.extend(decoder.close())
+    return events
+
+
+@given(SSE_BYTES, st.lists(st.integers(min_value=0, max_value=400), max_size=8))
+def sse_split_anywhere_decodes_the_same(data: bytes, cuts: list[int]):
+    points = sorted({min(c, len(data)) for c in cuts})
+    chunks, start = [], 0
+    for point in points:
+        chunks.append(data[start:point])
+        start = point
+    chunks.append(data[start:])
+    try:
+        whole = _decode([data])
+    except SSEError:
+        return
+    assert _decode(chunks) == whole
+    for event in whole:
+        assert isinstance(event.data, str) and event.event
+
+
+PARAM_VALUES = st.none() | st.booleans() | st.integers() | st.text(max_size=12) | st.lists(st.integers(), max_size=2)
+REQUESTS = st.fixed_dictionaries({}, optional={
+    "jsonrpc": st.sampled_from(["2.0", "1.0", 2]),
+    "id": st.none() | st.integers() | st.text(max_size=5) | st.booleans(),
+    "method": st.sampled_from(list(METHODS) + ["x", ""]) | st.integers(),
+    "params": st.dictionaries(st.sampled_from(["prompt", "id", "approved", "cwd", "protocol_version", "model",
+                                               "auto_approve", "delegation_depth", "system_prompt", "zzz"]),
+                              PARAM_VALUES, max_size=4) | PARAM_VALUES,
+})
+
+
+@given(REQUESTS | st.binary(max_size=40).map(lambda b: b.decode("latin-1")))
+def jsonrpc_decoding_is_total(message):
+    line = json.dumps(message).encode() if isinstance(message, dict) else message.encode("utf-8", "surrogatepass")
+    try:
+        request = decode_request(line)
+    except BadMessage as bad:
+        assert bad.code in (PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS)
+        assert str(bad)
+        assert bad.id is None or isinstance(bad.id, (int, str))
+        return
+    assert isinstance(message, dict) and message["method"] in METHODS and message["jsonrpc"] == "2.0"
+
+
+HARNESSES = [sse_split_anywhere_decodes_the_same, jsonrpc_decoding_is_total]

@@ -1,0 +1,157 @@
+"""The session and turn loop in process, with the in-memory fake provider and a real supervisor:
+server-started turns with an origin, progress throttling, prompt sections, history pairing."""
+
+import msgspec
+import pytest
+
+from scv.cancellation import Cancellation
+from scv.config import load_config
+from scv.events import ProgressThrottle
+from scv.providers.base import AssistantMessage, ModelReply, ToolCall, ToolOutput, UserMessage
+from scv.providers.fake import FakeProvider
+from scv.session import Session
+from scv.tools.base import ToolContext
+from tests.progress_tool import ProgressTool
+
+
+def make_session(supervisor, workspace, replies, **kw):
+    seen: list[tuple[str, dict]] = []
+    ctx = ToolContext(workspace=workspace, config=load_config(workspace))
+    session = Session(supervisor, ctx, FakeProvider(replies), emit=lambda n, p: seen.append((n, p)), **kw)
+    return session, seen
+
+
+def test_a_queued_turn_carries_its_origin(supervisor, workspace):
+    session, seen = make_session(supervisor, workspace, [ModelReply(text="first"), ModelReply(text="report seen")])
+    woken = []
+    session.on_queued = lambda: woken.append(True)
+    assert session.run_turn("hello", cancel=Cancellation()).reply == "first"
+    assert not session.held()
+    origin = {"kind": "background", "jobs": ["job-1"]}
+    session.queue_turn("[SCV background report] job-1 finished", origin)
+    assert woken and session.held()
+    queued = session.next_queued()
+    outcome = session.run_turn(queued.prompt, cancel=Cancellation(), origin=queued.origin)
+    assert outcome.status == "completed" and outcome.turn_id == "turn-2"
+    started = [p for n, p in seen if n == "turn.started"]
+    completed = [p for n, p in seen if n == "turn.completed"]
+    assert "origin" not in started[0] and "origin" not in completed[0]
+    assert started[1]["origin"] == origin and completed[1]["origin"] == origin
+    assert [type(i) for i in session.history] == [UserMessage, AssistantMessage, UserMessage, AssistantMessage]
+
+
+def test_holds_keep_a_one_shot_client_open(supervisor, workspace):
+    session, _ = make_session(supervisor, workspace, [])
+    jobs = ["job-1"]
+    session.add_hold(lambda: bool(jobs))
+    assert session.held()
+    jobs.clear()
+    assert not session.held()
+    closed = []
+    session.add_close_hook(lambda: closed.append(True))
+    session.close()
+    session.close()
+    assert closed == [True]
+    assert workspace and session.ctx.session_state["scv.session"] is session
+
+
+def test_progress_is_throttled_and_never_in_history(supervisor, workspace):
+    session, seen = make_session(supervisor, workspace, [
+        ModelReply(tool_calls=(ToolCall(id="c1", name="chatter", arguments='{"lines": 40, "gap_seconds": 0.025}'),)),
+        ModelReply(text="done")])
+    session.registry.register(ProgressTool())
+    outcome = session.run_turn("talk", cancel=Cancellation())
+    assert outcome.status == "completed"
+    lines = [p["line"] for n, p in seen if n == "tool.progress"]
+    # 40 lines over about a second: at most two a second get through, and the last one is kept.
+    assert 1 <= len(lines) <= 6, lines
+    assert lines[-1] == "line 39"
+    assert all(p["call_id"] == "c1" for n, p in seen if n == "tool.progress")
+    history_text = msgspec.json.encode(session.history).decode()
+    assert "line 1" not in history_text
+
+
+def test_tool_sections_join_the_system_prompt(supervisor, workspace):
+    session, _ = make_session(supervisor, workspace, [], base_prompt="Base.")
+    assert session.system_prompt.startswith("Base.")
+    from scv.prompt import system_prompt
+    text = system_prompt(None, [ProgressTool()], session.ctx)
+    assert "## Chatter" in text and "SCV" in text
+
+
+def test_cancelled_turn_keeps_every_call_paired_with_an_output(supervisor, workspace):
+    cancel = Cancellation()
+
+    def calls_then_cancel(request):
+        cancel.cancel()
+        return ModelReply(tool_calls=(ToolCall(id="a", name="read", arguments='{"path": "x"}'),
+                                      ToolCall(id="b", name="read", arguments='{"path": "y"}')))
+    session, seen = make_session(supervisor, workspace, [calls_then_cancel])
+    outcome = session.run_turn("go", cancel=cancel)
+    assert outcome.status == "cancelled"
+    outputs = [i for i in session.history if isinstance(i, ToolOutput)]
+    assert [o.call_id for o in outputs] == ["a", "b"]
+    assert all("cancelled" in o.output for o in outputs)
+    assert seen[-1][0] == "turn.failed" and seen[-1][1]["reason"] == "cancelled"
+
+
+def test_provider_error_fails_the_turn_with_its_sentence(supervisor, workspace):
+    from scv.providers.base import ProviderError
+    session, seen = make_session(supervisor, workspace, [ProviderError("provider fake broke")])
+    outcome = session.run_turn("go", cancel=Cancellation())
+    assert outcome.status == "failed" and outcome.reason == "provider"
+    assert seen[-1] == ("turn.failed", {"turn_id": "turn-1", "reason": "provider", "error": "provider fake broke",
+                                        "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}})
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_progress_throttle_window():
+    sent: list[str] = []
+    clock = FakeClock()
+    throttle = ProgressThrottle(sent.append, clock=clock)
+    throttle.offer("a")
+    clock.now += 0.1
+    throttle.offer("b")
+    clock.now += 0.1
+    throttle.offer("c")
+    assert sent == ["a"]
+    clock.now += 0.4
+    throttle.offer("d")
+    assert sent == ["a", "d"]
+    clock.now += 0.1
+    throttle.offer("e")
+    throttle.flush()
+    throttle.flush()
+    assert sent == ["a", "d", "e"]
+
+
+@pytest.mark.parametrize("policy, answer, expected", [("on-risk", True, True), ("on-risk", False, False),
+                                                      ("never", True, False)])
+def test_relayed_approval_follows_policy_and_client(supervisor, workspace, scv_home, policy, answer, expected):
+    from scv.messages import ApprovalRequest
+    from scv.turn_loop import _tool_call
+    (scv_home / "config.toml").write_text(f'[tools]\napproval_policy = "{policy}"\n')
+    asked = []
+
+    def asker(request_id, tool, risk, summary, cancel):
+        asked.append((tool, risk.value, summary))
+        return answer
+    session, _ = make_session(supervisor, workspace, [], asker=asker)
+    relayed = []
+    original = session.runner.run
+
+    def run(prepared, **kw):
+        relayed.append(kw["on_approval"](ApprovalRequest(id="n1", tool="bash", risk="process", summary="nested")))
+        return original(prepared, **kw)
+    session.runner.run = run
+    (workspace / "x").write_text("x")
+    _tool_call(session, "turn-1", ToolCall(id="c", name="read", arguments='{"path": "x"}'), Cancellation())
+    assert relayed == [expected]
+    assert asked == ([("bash", "process", "nested")] if policy == "on-risk" else [])
