@@ -110,22 +110,36 @@ def test_the_deadline_kills_at_once_without_term(runner):
     assert "timed out" in result.value["error"]
 
 
-def cancel_soon(delay=0.5) -> Cancellation:
-    cancel = Cancellation()
-    threading.Timer(delay, cancel.cancel).start()
-    return cancel
-
-
-def test_cancellation_sends_term_first(runner):
-    result = bash(runner, "echo started; sleep 600", cancel=cancel_soon())
+def test_cancellation_sends_term_first(runner, workspace):
+    result = bash(runner, "touch ready; sleep 600", cancel=cancel_when_exists(workspace / "ready"))
     assert not result.ok
     assert result.value["cancelled"] is True
     assert result.value["signal"] == "SIGTERM"
 
 
-def test_cancellation_kills_a_child_that_ignores_term_after_the_grace(runner):
+def cancel_when_exists(path) -> Cancellation:
+    cancel = Cancellation()
+
+    def watch():
+        deadline = time.monotonic() + 60
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        cancel.cancel()
+    threading.Thread(target=watch, daemon=True).start()
+    return cancel
+
+
+def test_a_cancel_sent_before_the_worker_reads_it_is_not_lost(runner):
+    cancel = Cancellation()
+    cancel.cancel()
+    result = bash(runner, "sleep 600", cancel=cancel, timeout=120)
+    assert result.value["cancelled"] is True and result.value["timed_out"] is False
+
+
+def test_cancellation_kills_a_child_that_ignores_term_after_the_grace(runner, workspace):
     started = time.monotonic()
-    result = bash(runner, "trap '' TERM; echo $$; sleep 600", cancel=cancel_soon())
+    result = bash(runner, "trap '' TERM; echo $$; touch ready; sleep 600",
+                  cancel=cancel_when_exists(workspace / "ready"))
     pid = int(result.value["output"].split()[0])
     assert result.value["cancelled"] is True
     assert result.value["signal"] == "SIGKILL"

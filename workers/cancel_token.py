@@ -13,13 +13,16 @@ from scv.messages import ApprovalAnswer, Cancel, decode_to_worker
 
 
 class CancelToken:
-    def __init__(self, control_fd: int | None):
+    def __init__(self, control_fd: int | None, reader: FrameReader | None = None, early: list[bytes] = ()):
         self.control_fd = control_fd
         self.cancelled = False
         self.answers: dict[str, bool] = {}
-        self._reader = FrameReader()
+        self._reader = reader or FrameReader()
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         signal.signal(signal.SIGTERM, self._on_term)
+        self._handle(early)
+        if early:
+            os.write(self._wake_w, b"e")    # make fds() ready so executors look at once
 
     def _on_term(self, signum, frame):
         self.cancelled = True
@@ -47,12 +50,15 @@ class CancelToken:
                 self.cancelled = True
                 self.control_fd = None
             elif chunk:
-                for payload in self._reader.feed(chunk):
-                    match decode_to_worker(payload):
-                        case Cancel():
-                            self.cancelled = True
-                        case ApprovalAnswer(id=answer_id, approved=approved):
-                            self.answers[answer_id] = approved
-                        case _:
-                            pass
+                self._handle(self._reader.feed(chunk))
         return self.cancelled
+
+    def _handle(self, payloads: list[bytes]) -> None:
+        for payload in payloads:
+            match decode_to_worker(payload):
+                case Cancel():
+                    self.cancelled = True
+                case ApprovalAnswer(id=answer_id, approved=approved):
+                    self.answers[answer_id] = approved
+                case _:
+                    pass

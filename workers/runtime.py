@@ -49,7 +49,9 @@ def send(fd: int, message) -> None:
         view = view[written:]
 
 
-def _read_call(fd: int) -> Call:
+def _read_call(fd: int) -> tuple[Call, FrameReader, list[bytes]]:
+    """The call, plus the reader and any later frames that arrived with it (a Cancel sent
+    before the worker started comes in the same read and must not be lost)."""
     reader = FrameReader()
     while True:
         chunk = os.read(fd, 65536)
@@ -61,7 +63,7 @@ def _read_call(fd: int) -> Call:
             message = decode_to_worker(payloads[0])
             if not isinstance(message, Call):
                 raise SystemExit(3)
-            return message
+            return message, reader, payloads[1:]
 
 
 def resolve(executor: str):
@@ -80,9 +82,9 @@ def warm_up() -> None:
 
 
 def main(in_fd: int, out_fd: int) -> int:
-    call = _read_call(in_fd)
+    call, reader, early = _read_call(in_fd)
     os.set_blocking(in_fd, False)
-    token = CancelToken(in_fd)
+    token = CancelToken(in_fd, reader, early)
     try:
         workspace_fd = os.open(call.workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
