@@ -27,11 +27,17 @@ class ErrorBody(msgspec.Struct, gc=False):
     message: Any = None
 
 
+class Usage(msgspec.Struct, gc=False):
+    input_tokens: Any = None
+    output_tokens: Any = None
+    cached_input_tokens: Any = None
+
+
 class Event(msgspec.Struct, gc=False):
-    type: Any = None
+    type: str = ""
     thread_id: Any = None
     item: Item | None = None
-    usage: Any = None
+    usage: Usage | None = None
     message: Any = None
     error: ErrorBody | None = None
 
@@ -54,8 +60,22 @@ class CodexJsonParser(StreamParser):
                           "item.completed": self._item_completed, "turn.completed": self._completed,
                           "turn.failed": self._failed, "error": self._error}
 
+    def lines(self, run: bytes) -> None:
+        # The base class's loop with the dispatch inlined: Codex events are many and small.
+        try:
+            events = self._decoder.decode_lines(run)
+        except msgspec.DecodeError:
+            super().lines(run)
+            return
+        self.report.json_lines += len(events)
+        dispatch = self._dispatch
+        for event in events:
+            action = dispatch.get(event.type)
+            if action is not None:
+                action(event)
+
     def handle(self, event: Event) -> None:
-        action = self._dispatch.get(event.type) if isinstance(event.type, str) else None
+        action = self._dispatch.get(event.type)
         if action is not None:
             action(event)
 
@@ -73,9 +93,9 @@ class CodexJsonParser(StreamParser):
 
     def _completed(self, event: Event) -> None:
         self.report.finished = True
-        usage = event.usage if isinstance(event.usage, dict) else {}
-        self.report.usage = usage_of(usage.get("input_tokens"), usage.get("output_tokens"),
-                                     usage.get("cached_input_tokens"))
+        usage = event.usage
+        if usage is not None:
+            self.report.usage = usage_of(usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
 
     def _failed(self, event: Event) -> None:
         self.report.finished = True
