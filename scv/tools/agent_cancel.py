@@ -32,6 +32,9 @@ class AgentCancelTool(ToolSpec):
     declared_risk = Risk.PROCESS
     example = {"job": "job-1"}
 
+    def __init__(self):
+        self._stopped: dict[int, bool] = {}     # calls between listen() and complete(): did this one stop it
+
     def enabled(self, ctx: ToolContext) -> bool:
         return jobs_enabled(ctx)
 
@@ -57,7 +60,7 @@ class AgentCancelTool(ToolSpec):
             yield cancel
             return
         # Approved and running: the stop is requested now, and the worker waits for the job to settle.
-        jobs.request_cancel(job)
+        self._stopped[id(args)] = jobs.request_cancel(job)
         waiter = jobs.wake_on_settle(job)
         try:
             with either(cancel, waiter) as merged:
@@ -70,7 +73,7 @@ class AgentCancelTool(ToolSpec):
         if job is None:
             return value
         described = jobs.describe(job)
-        if not job.cancel_requested:
+        if not self._stopped.pop(id(args), False):
             described["note"] = f"{job.id} had already finished ({job.status}); nothing was stopped"
         elif job.running:
             described["status"] = "cancelled"

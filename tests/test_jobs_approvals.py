@@ -1,0 +1,29 @@
+"""Approvals relayed from inside a background job: what the session would answer without asking
+anyone, never more than the same request would get in the foreground."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from scv.config import AgentConfig, Config, ToolsConfig
+from scv.jobs.manager import Jobs
+from scv.messages import ApprovalRequest
+
+
+def answer(policy: str, auto_approve: bool, risk: str) -> bool:
+    config = Config(tools=ToolsConfig(approval_policy=policy), agent=AgentConfig(max_background=4))
+    session = SimpleNamespace(ctx=SimpleNamespace(config=config), auto_approve=auto_approve)
+    return Jobs(session, 4)._approval(ApprovalRequest(id="1", tool="bash", risk=risk, summary="x"))
+
+
+@pytest.mark.parametrize("policy,auto,risk,expected", [
+    ("on-risk", False, "read_only", True),      # 1. the policy alone approves read-only requests
+    ("never", False, "read_only", True),
+    ("never", True, "process", False),          # 1. `never` denies the rest, whatever the client says
+    ("on-risk", True, "process", True),         # 2. the client's declared auto-approval
+    ("on-risk", True, "delegate", True),
+    ("on-risk", False, "process", False),       # 3. otherwise a denial: nobody is asked
+    ("on-risk", False, "no-such-risk", False),  # an unknown risk is treated as delegate
+])
+def test_three_rules(policy, auto, risk, expected):
+    assert answer(policy, auto, risk) is expected

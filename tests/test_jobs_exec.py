@@ -1,0 +1,177 @@
+"""Background jobs through `scv exec` (real processes, fake agent CLIs): a job that finishes while
+the session is busy is reported after, in a turn the session starts itself; agent_wait and
+agent_status show results so no report repeats them; agent_cancel stops an agent that ignores
+TERM; the limit; closing the session stops running jobs."""
+
+import signal
+import subprocess
+import sys
+
+import psutil
+
+from tests.conftest import run_scv, scv_env
+from tests.delegation_fakes import codex_reply_lines, events, fake_agent, setup_fake_home, wait_for, write_script
+
+AUTO = "--auto-approve"
+
+
+def bg(call_id: str, prompt: str = "work") -> dict:
+    return {"id": call_id, "tool": "agent", "args": {"agent": "codex", "prompt": prompt, "background": True}}
+
+
+def completed(seen: list[dict], tool: str) -> list[dict]:
+    return [e for e in seen if e["type"] == "tool.completed" and e["tool"] == tool]
+
+
+def gone(pids: list[int]) -> bool:
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                return False
+        except psutil.NoSuchProcess:
+            continue
+    return True
+
+
+def test_job_finishing_while_the_session_is_busy_is_reported_after(tmp_path, monkeypatch, workspace):
+    setup_fake_home(tmp_path, monkeypatch)
+    fake_agent(tmp_path, "codex", codex_reply_lines("the job's answer") + "touch agent-finished\n")
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [bg("b")]},
+                          # Busy until the job has certainly finished, and a little longer.
+                          {"calls": [{"id": "w", "tool": "bash", "args": {
+                              "command": "while [ ! -e agent-finished ]; do sleep 0.05; done; sleep 0.5"}}]},
+                          {"text": "started {{b.job}}"},
+                          {"text": "the job said hello"})
+    proc = run_scv("exec", "--script", str(script), "--json", AUTO, "-C", str(workspace))
+    assert proc.returncode == 0, proc.stderr
+    seen = events(proc.stdout)
+    started = completed(seen, "agent")[0]["result"]
+    assert started == {"job": "job-1", "agent": "codex", "status": "running", "background": True}
+    kinds = [(e["type"], e.get("turn_id")) for e in seen if e["type"].startswith("turn.")]
+    assert kinds == [("turn.started", "turn-1"), ("turn.completed", "turn-1"),
+                     ("turn.started", "turn-2"), ("turn.completed", "turn-2")]
+    report = [e for e in seen if e["type"] == "turn.started"][1]
+    assert report["prompt"].startswith("[SCV background report]")
+    assert "job-1: agent codex, conversation codex-1" in report["prompt"] and "the job's answer" in report["prompt"]
+    origin = {"kind": "background", "jobs": [{"job": "job-1", "agent": "codex", "status": "completed"}]}
+    assert report["origin"] == origin and seen[-1]["origin"] == origin
+    assert seen[-1]["reply"] == "the job said hello"
+
+
+def test_wait_and_status_show_results_so_no_report_follows(tmp_path, monkeypatch, workspace):
+    setup_fake_home(tmp_path, monkeypatch)
+    fake_agent(tmp_path, "codex", "sleep 0.5\n" + codex_reply_lines("waited for"))
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [bg("b")]},
+                          {"calls": [{"id": "s", "tool": "agent_status", "args": {}}]},
+                          {"calls": [{"id": "w", "tool": "agent_wait", "args": {"job": "job-1", "timeout_seconds": 30}}]},
+                          {"calls": [{"id": "one", "tool": "agent_status", "args": {"job": "job-1"}},
+                                     {"id": "nope", "tool": "agent_wait", "args": {"job": "job-7"}},
+                                     {"id": "bad", "tool": "agent_status", "args": {"job": "7"}}]},
+                          {"text": "done"})
+    proc = run_scv("exec", "--script", str(script), "--json", AUTO, "-C", str(workspace))
+    assert proc.returncode == 0, proc.stderr
+    seen = events(proc.stdout)
+    listing = completed(seen, "agent_status")[0]["result"]
+    assert [(j["job"], j["status"]) for j in listing["jobs"]] == [("job-1", "running")]
+    waits = completed(seen, "agent_wait")
+    waited = waits[0]["result"]
+    assert waited["job"] == "job-1" and waited["status"] == "completed" and waited["agent"] == "codex"
+    assert waited["result"]["reply"] == "waited for" and waited["elapsed_seconds"] >= 0.4
+    assert completed(seen, "agent_status")[1]["result"]["result"]["reply"] == "waited for"
+    assert not waits[1]["ok"] and "no background job 'job-7'" in waits[1]["result"]["error"]
+    assert "is not a job handle" in completed(seen, "agent_status")[2]["result"]["error"]
+    assert len([e for e in seen if e["type"] == "turn.started"]) == 1       # seen results: no report turn
+
+
+def test_cancel_stops_a_job_that_ignores_term(tmp_path, monkeypatch, workspace):
+    setup_fake_home(tmp_path, monkeypatch)
+    pids = tmp_path / "pids"
+    fake_agent(tmp_path, "codex", f"trap '' TERM\nsleep 300 &\necho $! >> {pids}\nsetsid sleep 300 &\n"
+                                  f"echo $! >> {pids}\necho $$ >> {pids}\ntouch agent-started\n"
+                                  "while true; do sleep 0.1; done\n")
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [bg("b")]},
+                          {"calls": [{"id": "w", "tool": "bash", "args": {
+                              "command": "while [ ! -e agent-started ]; do sleep 0.05; done"}}]},
+                          {"calls": [{"id": "c", "tool": "agent_cancel", "args": {"job": "job-1"}}]},
+                          {"calls": [{"id": "again", "tool": "agent_cancel", "args": {"job": "job-1"}}]},
+                          {"text": "stopped"})
+    proc = run_scv("exec", "--script", str(script), "--json", AUTO, "-C", str(workspace))
+    assert proc.returncode == 0, proc.stderr
+    seen = events(proc.stdout)
+    first, second = [e["result"] for e in completed(seen, "agent_cancel")]
+    assert first["job"] == "job-1" and first["status"] == "cancelled" and "note" not in first
+    assert first["result"]["status"] == "cancelled"
+    assert second["status"] == "cancelled" and "had already finished" in second["note"]
+    assert len([e for e in seen if e["type"] == "turn.started"]) == 1       # the model asked: no report
+    started = [int(line) for line in pids.read_text().split()]
+    assert len(started) == 3 and gone(started)
+
+
+def test_the_limit_refuses_a_start_before_approval(tmp_path, monkeypatch, workspace, scv_home):
+    setup_fake_home(tmp_path, monkeypatch)
+    (scv_home / "config.toml").write_text("[agent]\nmax_background = 1\n")
+    fake_agent(tmp_path, "codex", "sleep 300\n")
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [bg("one"), bg("two")]},
+                          {"calls": [{"id": "c", "tool": "agent_cancel", "args": {"job": "job-1"}}]},
+                          {"text": "ok"})
+    proc = run_scv("exec", "--script", str(script), "--json", AUTO, "-C", str(workspace))
+    assert proc.returncode == 0, proc.stderr
+    seen = events(proc.stdout)
+    one, two = completed(seen, "agent")
+    assert one["result"]["job"] == "job-1"
+    assert two["result"]["refused"] and "agent.max_background" in two["result"]["error"]
+    assert "agent_cancel" in two["result"]["error"]
+    tools = [e for e in seen if e["type"] == "tool.started" and e["tool"] == "agent"]
+    assert tools[1]["summary"] is None                  # refused before any approval
+
+
+def test_jobs_off_hides_the_tools(tmp_path, monkeypatch, workspace, scv_home):
+    setup_fake_home(tmp_path, monkeypatch)
+    (scv_home / "config.toml").write_text("[agent]\nmax_background = 0\n")
+    fake_agent(tmp_path, "codex", "exit 0\n")
+    listed = run_scv("tools", "--json", "-C", str(workspace))
+    import json
+    tools = {t["name"]: t for t in json.loads(listed.stdout)["tools"]}
+    assert "agent" in tools and "background" not in tools["agent"]["schema"]["properties"]
+    assert not {"agent_wait", "agent_status", "agent_cancel"} & set(tools)
+
+
+def test_five_jobs_are_reported_four_per_turn(tmp_path, monkeypatch, workspace, scv_home):
+    setup_fake_home(tmp_path, monkeypatch)
+    (scv_home / "config.toml").write_text("[agent]\nmax_background = 5\n")
+    fake_agent(tmp_path, "codex", codex_reply_lines("fine") + "touch \"done-$$\"\n")
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [bg(f"b{i}") for i in range(5)]},
+                          {"calls": [{"id": "w", "tool": "bash", "args": {
+                              "command": "while [ $(ls | grep -c '^done-') -lt 5 ]; do sleep 0.05; done; sleep 0.5"}}]},
+                          {"text": "five started"}, {"text": "four reported"}, {"text": "one reported"})
+    proc = run_scv("exec", "--script", str(script), "--json", AUTO, "-C", str(workspace))
+    assert proc.returncode == 0, proc.stderr
+    origins = [e["origin"] for e in events(proc.stdout) if e["type"] == "turn.started" and "origin" in e]
+    assert [len(o["jobs"]) for o in origins] == [4, 1]
+    assert sorted(j["job"] for o in origins for j in o["jobs"]) == [f"job-{i}" for i in range(1, 6)]
+
+
+def test_sigterm_closes_the_session_and_stops_running_jobs(tmp_path, monkeypatch, workspace):
+    setup_fake_home(tmp_path, monkeypatch)
+    pids = tmp_path / "pids"
+    fake_agent(tmp_path, "codex", f"echo $$ >> {pids}\nsetsid sleep 300 &\necho $! >> {pids}\nsleep 300\n")
+    script = write_script(tmp_path / "s.jsonl", {"calls": [bg("b")]}, {"text": "started"})
+    proc = subprocess.Popen([sys.executable, "-m", "scv", "exec", "--script", str(script), AUTO, "-C",
+                             str(workspace)], env=scv_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 2)
+        assert proc.poll() is None          # still open: its job has not been reported
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 143, err
+        assert "started" in out
+        assert gone([int(p) for p in pids.read_text().split()])
+    finally:
+        if proc.poll() is None:
+            proc.kill()
