@@ -2,6 +2,7 @@
 (iteratively, so deep nesting costs no recursion) into plain text in which each link is
 followed by a numbered reference `[n]`; the list of links comes at the end."""
 
+import html
 import re
 from urllib.parse import urljoin, urlsplit
 
@@ -20,34 +21,66 @@ _BLOCK = {"p", "div", "section", "article", "header", "footer", "main", "aside",
           "address", "details", "summary", "dt", "dd", "center", "body", "html"}
 _HEADINGS = {"h1": "# ", "h2": "## ", "h3": "### ", "h4": "#### ", "h5": "##### ", "h6": "###### "}
 _CELLS = {"td", "th"}
-_SPACES = re.compile(r"[ \t\r\n\f\v\u00a0]+")
-_TRAILING = re.compile(r"[ \t]+\n")
-_BLANKS = re.compile(r"\n{3,}")
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title", re.I | re.S)
 
 
 class _Renderer:
+    """Collects the text in `parts`, tracking how many newlines end it so far, so that blocks
+    never stack more than one blank line and no pass over the whole text is needed after."""
+
     def __init__(self, base_url: str):
         self.base_url = base_url
         self.parts: list[str] = []
+        self.newlines = 2                            # the start counts as after a blank line
         self.links: dict[str, int] = {}
+        self.targets: dict[str, str | None] = {}     # href as written -> absolute URL (or None)
         self.pre = 0
 
     def text(self, value: str | None) -> None:
         if not value:
             return
-        if not self.pre:
-            value = _SPACES.sub(" ", value)
-            if not self.parts or self.parts[-1].endswith("\n"):
-                value = value.lstrip(" ")
-        if value:
+        if self.pre:
             self.parts.append(value)
+            stripped = value.rstrip("\n")
+            self.newlines = len(value) - len(stripped) + (self.newlines if not stripped else 0)
+            return
+        words = value.split()
+        if not words:
+            if self.newlines == 0 and not self.parts[-1].endswith(" "):
+                self.parts.append(" ")
+            return
+        collapsed = " ".join(words)
+        if value[0].isspace() and self.newlines == 0 and not self.parts[-1].endswith(" "):
+            collapsed = " " + collapsed
+        if value[-1].isspace():
+            collapsed += " "
+        self.parts.append(collapsed)
+        self.newlines = 0
 
-    def block(self) -> None:
-        self.parts.append("\n\n")
+    def mark(self, value: str) -> None:
+        """Markup of our own (a list bullet, a link number): never at the start of a line's spaces."""
+        self.parts.append(value)
+        self.newlines = 0
+
+    def line_break(self, wanted: int) -> None:
+        """Ends the output with `wanted` newlines (1: new line, 2: blank line) unless it already does."""
+        if self.newlines >= wanted:
+            return
+        if self.newlines == 0 and self.parts[-1].endswith(" "):
+            self.parts[-1] = self.parts[-1].rstrip(" ")
+        self.parts.append("\n" * (wanted - self.newlines))
+        self.newlines = wanted
 
     def link_number(self, href: str | None) -> int | None:
         if not href:
             return None
+        if href in self.targets:
+            target = self.targets[href]
+        else:
+            target = self.targets[href] = self._target(href)
+        return None if target is None else self.links.setdefault(target, len(self.links) + 1)
+
+    def _target(self, href: str) -> str | None:
         href = href.strip()
         if not href or href.startswith("#"):
             return None
@@ -57,8 +90,7 @@ class _Renderer:
                 return None
         except ValueError:
             return None
-        target = target.split("#", 1)[0] or target
-        return self.links.setdefault(target, len(self.links) + 1)
+        return target.split("#", 1)[0] or target
 
     def walk(self, root) -> None:
         walker = etree.iterwalk(root, events=("start", "end"))
@@ -68,43 +100,47 @@ class _Renderer:
                 if tag is None or tag in _SKIP:
                     walker.skip_subtree()
                     continue
-                if tag in _HEADINGS:
-                    self.block()
-                    self.parts.append(_HEADINGS[tag])
+                if tag in _BLOCK:
+                    self.line_break(2)
+                elif tag in _HEADINGS:
+                    self.line_break(2)
+                    self.mark(_HEADINGS[tag])
                 elif tag == "li":
-                    self.parts.append("\n- ")
+                    self.line_break(1)
+                    self.mark("- ")
                 elif tag == "br":
-                    self.parts.append("\n")
+                    self.line_break(min(self.newlines + 1, 2))
                 elif tag == "pre":
-                    self.block()
+                    self.line_break(2)
                     self.pre += 1
                 elif tag == "hr":
-                    self.parts.append("\n\n---\n\n")
+                    self.line_break(2)
+                    self.mark("---")
+                    self.line_break(2)
                 elif tag == "img":
                     alt = (element.get("alt") or "").strip()
                     if alt:
                         self.text(f"[image: {alt}]")
-                elif tag in _BLOCK:
-                    self.block()
                 self.text(element.text)
                 continue
             if tag is not None and tag not in _SKIP:
                 if tag == "a":
                     number = self.link_number(element.get("href"))
                     if number is not None:
-                        self.parts.append(f" [{number}]")
+                        if self.parts and self.parts[-1].endswith(" "):
+                            self.parts[-1] = self.parts[-1].rstrip(" ")
+                        self.mark(f" [{number}]")
                 elif tag == "pre":
                     self.pre -= 1
-                    self.block()
+                    self.line_break(2)
                 elif tag in _CELLS:
-                    self.parts.append(" | ")
-                elif tag in _HEADINGS or tag in _BLOCK:
-                    self.block()
+                    self.mark(" | ")
+                elif tag in _BLOCK or tag in _HEADINGS:
+                    self.line_break(2)
             self.text(element.tail)
 
     def result(self) -> str:
-        body = "".join(self.parts)
-        body = _BLANKS.sub("\n\n", _TRAILING.sub("\n", body)).strip()
+        body = "".join(self.parts).strip()
         if self.links:
             listing = "\n".join(f"[{number}] {url}" for url, number in self.links.items())
             body = f"{body}\n\nLinks:\n{listing}"
@@ -123,18 +159,31 @@ def _whole_page(markup: str, base_url: str) -> str:
     return _render(body if body is not None else root, base_url)
 
 
+class _TextDocument(Document):
+    """readability through its documented hook: `get_clean_html` turns the cleaned article
+    tree into the result of `summary()`, so the tree becomes text directly instead of being
+    serialised to HTML and parsed again."""
+
+    def __init__(self, markup: str, base_url: str):
+        super().__init__(markup)
+        self.base_url = base_url
+
+    def get_clean_html(self) -> str:
+        return _render(self.html, self.base_url)
+
+
 def _convert(markup: str, base_url: str) -> str:
     try:
-        document = Document(markup)
-        main = document.summary(html_partial=True)
-        title = " ".join((document.title() or "").split())
+        text = _TextDocument(markup, base_url).summary(html_partial=True)
     except Unparseable:
         # readability gives up on some pages (no body, odd markup): keep the whole page instead.
         return _whole_page(markup, base_url)
-    text = _render(lxml_html.fromstring(main), base_url) if main.strip() else ""
     if not text:
         text = _whole_page(markup, base_url)
-    if title and title != "[no-title]" and not text.startswith(f"# {title}"):
+    # readability's own title() parses the whole page again; the <title> element is enough.
+    found = _TITLE.search(markup, 0, 1 << 20)
+    title = " ".join(html.unescape(found.group(1)).split())[:300] if found else ""
+    if title and not text.startswith(f"# {title}"):
         return f"# {title}\n\n{text}" if text else f"# {title}"
     return text
 
