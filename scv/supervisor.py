@@ -64,7 +64,7 @@ class Supervisor:
         self._pending: dict[str, _Pending] = {}
         self._lock = threading.Lock()
         self._sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        pid = os.fork()
+        pid = ops.fork()
         if pid == 0:
             code = 0
             try:

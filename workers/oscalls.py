@@ -31,6 +31,9 @@ class ProcessOps:
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
 
+    def fork(self) -> int:
+        return os.fork()
+
     def signal_group(self, pgid: int, sig: int) -> bool:
         try:
             os.killpg(pgid, sig)
