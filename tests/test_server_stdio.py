@@ -2,12 +2,13 @@
 protocol (approved, denied, cancelled while waiting), bad messages, and a client that goes away."""
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import scv_env
-from tests.fake_openai import FakeOpenAI, Reply
+from tests.fake_openai import FakeOpenAI, Reply, Stall
 from tests.stdio_client import StdioClient
 from tests.test_exec_script import _assert_gone, _long_script, _marker, _wait_for_sleepers, write_script
 
@@ -177,5 +178,27 @@ def test_turn_with_a_model_endpoint(clients, workspace, scv_home):
         assert deltas == "checkingit is ex"
         tool_message = next(m for m in fake.requests[1].body["messages"] if m["role"] == "tool")
         assert json.loads(tool_message["content"])["content"] == "ex"
+    finally:
+        fake.close()
+
+
+def test_turn_cancel_while_the_model_is_silent(clients, workspace, scv_home):
+    fake = FakeOpenAI()
+    try:
+        (scv_home / "config.toml").write_text(fake.config("responses"))
+        fake.enqueue(Stall(120), Reply(text="after the cancel"))
+        client = clients(env=scv_env(FAKE_OPENAI_KEY="sk-test"))
+        client.start(cwd=str(workspace))
+        client.request("turn.start", {"prompt": "think hard"})
+        deadline = time.monotonic() + 20
+        while not fake.requests:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert client.request("turn.cancel") == {"cancelled": True}
+        # The stream stalls for two minutes: the turn ends only because its connection was shut.
+        failed = client.until("turn.failed", timeout=20)
+        assert failed.params["reason"] == "cancelled"
+        client.request("turn.start", {"prompt": "again"})
+        assert client.until("turn.completed").params["reply"] == "after the cancel"
     finally:
         fake.close()

@@ -2,7 +2,10 @@
 failures become one ProviderError sentence naming the provider, and the body as SSE events."""
 
 import json
+import os
 import select
+import socket
+import threading
 import time
 from typing import Any, Iterator
 
@@ -116,17 +119,23 @@ class StreamingClient:
     def events(self, response: requests.Response, cancel: Cancellation) -> Iterator[SSEEvent]:
         """The body's events until it ends; a connection that breaks is a dropped stream."""
         decoder = SSEDecoder()
+        watcher = _AbortOnCancel(response, cancel)
         try:
             for chunk in response.iter_content(chunk_size=None):
                 if cancel.cancelled:
                     raise TurnCancelled("the turn was cancelled")
                 yield from decoder.feed(chunk)
             yield from decoder.close()
+            if cancel.cancelled:
+                raise TurnCancelled("the turn was cancelled")
         except requests.RequestException as exc:
+            if cancel.cancelled:
+                raise TurnCancelled("the turn was cancelled") from None
             raise self.dropped(f"{type(exc).__name__}") from None
         except SSEError as exc:
             raise ProviderError(f"provider {self.provider} sent a stream SCV cannot read ({exc})") from None
         finally:
+            watcher.stop()
             response.close()
 
     def dropped(self, why: str) -> ProviderError:
@@ -142,3 +151,33 @@ class StreamingClient:
         if not isinstance(data, dict):
             raise ProviderError(f"provider {self.provider} sent an event that is not a JSON object")
         return data
+
+
+class _AbortOnCancel:
+    """While a stream is read, a small thread waits for the turn's cancellation and then shuts
+    the connection's socket down, so a read blocked on a silent model returns at once."""
+
+    def __init__(self, response: requests.Response, cancel: Cancellation):
+        self._response = response
+        self._cancel = cancel
+        self._done_r, self._done_w = os.pipe2(os.O_CLOEXEC)
+        self._thread = threading.Thread(target=self._watch, name="scv-stream-cancel", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        ready, _, _ = select.select([self._cancel.fileno(), self._done_r], [], [])
+        if self._done_r in ready:
+            return
+        connection = getattr(self._response.raw, "connection", None)
+        sock = getattr(connection, "sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        os.write(self._done_w, b"x")
+        self._thread.join()
+        os.close(self._done_r)
+        os.close(self._done_w)
