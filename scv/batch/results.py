@@ -1,0 +1,98 @@
+"""The batch output: one JSON line per task, written as each finishes, each line by one write to
+a file opened for appending, so an interrupted run leaves only whole lines.
+
+Resuming with the same output file keeps the lines of tasks that completed and skips those
+tasks; the lines of tasks that did not complete (failed, cancelled, or cut short by a crash
+mid-line) are dropped before the run starts, so each task has exactly one line at the end.
+"""
+
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import msgspec
+
+from scv.errors import UsageError
+
+COMPLETED = "completed"
+
+_encoder = msgspec.json.Encoder()
+
+
+def completed_lines(path: Path) -> dict[str, bytes]:
+    """Task id -> its result line, for the tasks an earlier run completed."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return {}
+    except OSError as err:
+        raise UsageError(f"the output file {path} cannot be read ({err.strerror}); pass another --output") from None
+    kept: dict[str, bytes] = {}
+    lines = data.split(b"\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            value = msgspec.json.decode(line)
+        except msgspec.DecodeError:
+            if number == len(lines):
+                continue        # a line cut short by a crash: that task runs again
+            raise UsageError(f"the output file {path} line {number} is not a batch result; pass another --output or "
+                             "remove the file") from None
+        if not isinstance(value, dict) or not isinstance(value.get("id"), str):
+            raise UsageError(f"the output file {path} line {number} is not a batch result; pass another --output or "
+                             "remove the file")
+        if value.get("status") == COMPLETED:
+            kept[value["id"]] = line
+    return kept
+
+
+class ResultSink:
+    """Writes result lines to the output file (or stdout), one whole line per write."""
+
+    def __init__(self, path: Path | None, stdout: BinaryIO):
+        self._lock = threading.Lock()
+        self._stdout = stdout
+        self._fd: int | None = None
+        self.path = path
+
+    def open(self, kept: dict[str, bytes]) -> None:
+        """Rewrites the output file to hold only the completed tasks' lines, then appends to it."""
+        if self.path is None:
+            return
+        data = b"".join(line + b"\n" for line in kept.values())
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.")
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, self.path)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        except OSError as err:
+            raise UsageError(f"the output file {self.path} cannot be written ({err.strerror}); pass another "
+                             "--output") from None
+
+    def write(self, result: dict[str, Any]) -> None:
+        line = _encoder.encode(result) + b"\n"
+        with self._lock:
+            if self._fd is None:
+                self._stdout.write(line)
+                self._stdout.flush()
+                return
+            view = memoryview(line)
+            while view:
+                view = view[os.write(self._fd, view):]
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None

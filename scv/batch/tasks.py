@@ -1,0 +1,105 @@
+"""The batch input: one JSON object per line, each one `agent` call with an `id`. Every line is
+decoded and checked (as the `agent` tool would check the call) before anything starts, and every
+bad line is reported with its line number."""
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Callable
+
+import msgspec
+from msgspec import Meta
+
+from scv.errors import ScvError, UsageError
+
+TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}")
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+MAX_ERRORS_SHOWN = 20
+
+
+class TaskLine(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    id: Annotated[str, Meta(min_length=1)]
+    prompt: str
+    agent: str | None = None
+    cwd: str | None = None
+    model: str | None = None
+    effort: str | None = None
+    timeout_seconds: Annotated[int, Meta(ge=1)] | None = None
+
+    def agent_args(self) -> dict[str, Any]:
+        fields = ("prompt", "agent", "cwd", "model", "effort", "timeout_seconds")
+        return {name: getattr(self, name) for name in fields if getattr(self, name) is not None}
+
+
+@dataclass
+class Task:
+    line: int
+    spec: TaskLine
+    prepared: Any           # scv.calls.PreparedCall of the agent call
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+
+class BadInput(UsageError):
+    pass
+
+
+_decoder = msgspec.json.Decoder(TaskLine)
+
+
+def _explain(error: msgspec.ValidationError) -> str:
+    text = str(error)
+    unknown = re.match(r"Object contains unknown field `([^`]+)`", text)
+    if unknown:
+        return f"unknown field {unknown.group(1)!r} (a task takes id, prompt, agent, cwd, model, effort, timeout_seconds)"
+    missing = re.match(r"Object missing required field `([^`]+)`", text)
+    if missing:
+        return f"the field {missing.group(1)!r} is missing"
+    return text[0].lower() + text[1:]
+
+
+def load(path: Path, prepare: Callable[[dict[str, Any]], Any]) -> list[Task]:
+    """Reads and checks every line; raises BadInput listing the bad lines by number."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_INPUT_BYTES + 1)
+    except OSError as err:
+        raise UsageError(f"the batch file {path} cannot be read ({err.strerror}); pass a readable JSONL file") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise UsageError(f"the batch file {path} is over {MAX_INPUT_BYTES >> 20} MiB; split it")
+    tasks, problems, seen = [], [], {}
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip() or raw.lstrip().startswith(b"#"):
+            continue
+        try:
+            spec = _decoder.decode(raw)
+        except msgspec.ValidationError as err:
+            problems.append(f"line {number}: {_explain(err)}")
+            continue
+        except msgspec.DecodeError:
+            problems.append(f"line {number}: not a JSON object")
+            continue
+        if not TASK_ID.fullmatch(spec.id):
+            problems.append(f"line {number}: id {spec.id!r} must be 1-128 letters, digits or ._:/@- and start with a "
+                            "letter or digit")
+            continue
+        if spec.id in seen:
+            problems.append(f"line {number}: id {spec.id!r} is already used on line {seen[spec.id]}")
+            continue
+        seen[spec.id] = number
+        try:
+            prepared = prepare(spec.agent_args())
+        except ScvError as err:
+            problems.append(f"line {number}: {err}")
+            continue
+        tasks.append(Task(number, spec, prepared))
+    if problems:
+        shown = problems[:MAX_ERRORS_SHOWN]
+        more = f"\n... and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
+        raise BadInput(f"{path} has {len(problems)} bad line(s); nothing was started. Fix them and run again:\n"
+                       + "\n".join(shown) + more)
+    if not tasks:
+        raise UsageError(f"the batch file {path} holds no tasks; write one JSON object per line")
+    return tasks
