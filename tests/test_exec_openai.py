@@ -198,3 +198,16 @@ def test_no_hosted_search_without_the_setting(scv_home, fake, workspace):
     fake.enqueue(Reply(text="ok"))
     assert exec_(workspace, "hi").returncode == 0
     assert all(t.get("type") == "function" for t in fake.requests[0].body["tools"])
+
+
+def test_unreachable_endpoint_is_retried_then_named(scv_home, workspace):
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    (scv_home / "config.toml").write_text(f'[provider]\nactive = "local"\n[providers.local]\nmodel = "m"\n'
+                                          f'base_url = "http://127.0.0.1:{port}/v1"\n')
+    proc = exec_(workspace, "hi")
+    assert proc.returncode == 1
+    assert f"provider local could not be reached at http://127.0.0.1:{port}/v1/responses" in proc.stderr
+    assert "after 4 attempts" in proc.stderr

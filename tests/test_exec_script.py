@@ -201,3 +201,28 @@ def test_timeout_cancels_with_its_own_status(workspace, tmp_path):
     assert proc.returncode == 124, err
     assert "the turn was cancelled (timeout)" in err
     _assert_gone(marker)
+
+
+def test_approval_is_asked_on_a_terminal(workspace, tmp_path):
+    import os
+    import pty
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [{"id": "w", "tool": "write",
+                                      "args": {"path": "yes.txt", "content": "y", "mode": "create"}}]},
+                          {"calls": [{"id": "v", "tool": "write",
+                                      "args": {"path": "no.txt", "content": "n", "mode": "create"}}]},
+                          {"text": "first ok={{w.ok}}, second ok={{v.ok}}"})
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "scv", "exec", "--script", str(script), "-C", str(workspace)],
+                                stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=scv_env())
+        os.write(master, b"y\n")
+        os.write(master, b"n\n")
+        out, err = proc.communicate(timeout=30)
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert proc.returncode == 0, err
+    assert err.count("Allow? [y/N]") == 2
+    assert out.strip() == "first ok=true, second ok=false"
+    assert (workspace / "yes.txt").exists() and not (workspace / "no.txt").exists()
