@@ -8,7 +8,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from scv.config import Config
+from scv.config import load_config
 from scv.errors import RefusedError
 from scv.tools.base import Risk, ToolContext, ToolSpec
 from scv.tools.registry import BUILTIN, Registry
@@ -17,15 +17,24 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
-def ctx(workspace):
-    return ToolContext(workspace=workspace, config=Config())
+def ctx(workspace, scv_home, tmp_path, monkeypatch):
+    """A session in which every built-in tool is offered: fake agent CLIs on the user's path and
+    a configured search backend."""
+    from tests.agent_fakes import install
+    home = tmp_path / "user"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    for name in ("claude", "codex"):
+        install(home / ".local" / "bin", name, tmp_path / "log" / name).write("exit 0\n")
+    (scv_home / "config.toml").write_text('[agent]\nprefer = ["codex"]\n\n'
+                                          '[web]\nsearch = "searxng"\nsearxng_url = "http://127.0.0.1:9"\n')
+    return ToolContext(workspace=workspace, config=load_config(workspace))
 
 
 @pytest.mark.parametrize("spec_class", BUILTIN, ids=lambda c: c.name)
 def test_tool_contract(spec_class, ctx):
     spec: ToolSpec = spec_class()
-    if not spec.enabled(ctx):   # `agent` with no agent CLI installed (its own tests offer fake ones)
-        pytest.skip(f"{spec.name} is not offered in this context")
+    assert spec.enabled(ctx), f"{spec.name} is not offered even in a session set up to offer every tool"
     # Name, description, files: scv/tools/<name>.py beside workers/<name>.py.
     assert re.fullmatch(r"[a-z][a-z0-9_]{0,63}", spec.name)
     assert len(spec.description) > 20
