@@ -35,6 +35,10 @@ class TurnOutcome:
     usage: Usage = field(default_factory=Usage)
 
 
+class TurnLimit(ProviderError):
+    """The model kept asking for tools for `agent.max_turns` responses."""
+
+
 def result_text(ok: bool, value: dict[str, Any]) -> str:
     """A tool result as the model reads it: its JSON with an `ok` flag first."""
     return msgspec.json.encode({"ok": ok, **value}).decode()
@@ -70,10 +74,6 @@ def run_turn(session: "Session", prompt: str, *, cancel: Cancellation, origin: d
         emit(ev.TURN_FAILED, _with_origin({"turn_id": turn_id, "reason": outcome.reason, "error": outcome.error,
                                            "usage": msgspec.to_builtins(outcome.usage)}, origin))
     return outcome
-
-
-class TurnLimit(ProviderError):
-    pass
 
 
 def _loop(session: "Session", turn_id: str, cancel: Cancellation, usage: Usage) -> str:
