@@ -1,0 +1,133 @@
+"""`scv batch` through real processes and fake agent CLIs: input checked line by line before
+anything starts, results as each task finishes, exit statuses, and resuming an interrupted run
+(Ctrl-C cancels running tasks and stops their processes) so each result appears exactly once."""
+
+import json
+import signal
+import subprocess
+import sys
+
+import psutil
+
+from tests.conftest import run_scv, scv_env
+from tests.delegation_fakes import codex_reply_lines, fake_agent, setup_fake_home, wait_for
+
+# The fake answers "done <prompt>", sleeps forever on prompts starting "slow" unless told not to,
+# and fails on prompts starting "fail". It logs each prompt it was given.
+AGENT = """prompt="${{@: -1}}"
+echo "$prompt" >> {log}
+case "$prompt" in
+  slow*) if [ ! -e {fast} ]; then echo $$ >> {pids}; sleep 300 & echo $! >> {pids}; wait; fi ;;
+  fail*) echo "it broke" >&2; exit 3 ;;
+esac
+printf '%s\\n' '{{"type":"item.completed","item":{{"id":"i","type":"agent_message","text":"done"}}}}'
+"""
+
+
+def install_agent(tmp_path):
+    paths = {name: tmp_path / f"{name}.txt" for name in ("log", "fast", "pids")}
+    fake_agent(tmp_path, "codex", AGENT.format(**{k: str(v) for k, v in paths.items()}))
+    return paths
+
+
+def write_tasks(path, *prompts, extra=None):
+    lines = [json.dumps({"id": f"t{i}", "agent": "codex", "prompt": p, **(extra or {})}) for i, p in enumerate(prompts)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def result_lines(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_bad_lines_are_reported_by_number_and_nothing_starts(tmp_path, monkeypatch, workspace):
+    setup_fake_home(tmp_path, monkeypatch)
+    paths = install_agent(tmp_path)
+    batch = tmp_path / "b.jsonl"
+    batch.write_text("\n".join([
+        json.dumps({"id": "ok", "agent": "codex", "prompt": "fine"}),
+        "# a comment",
+        "{not json",
+        json.dumps({"id": "x", "agent": "zcode", "prompt": "p"}),
+        json.dumps({"id": "ok", "agent": "codex", "prompt": "again"}),
+        json.dumps({"id": "m", "agent": "codex", "prompt": "p", "model": "-rf"}),
+        json.dumps({"id": "u", "prompt": "p", "colour": "red"}),
+        json.dumps({"agent": "codex", "prompt": "p"}),
+    ]) + "\n")
+    proc = run_scv("batch", str(batch), "-C", str(workspace))
+    assert proc.returncode == 2
+    err = proc.stderr
+    assert "has 6 bad line(s); nothing was started" in err
+    assert "line 3: not a JSON object" in err
+    assert "line 4: agent 'zcode' is not offered" in err
+    assert "line 5: id 'ok' is already used on line 1" in err
+    assert "line 6: " in err and "line 7: unknown field 'colour'" in err
+    assert "line 8: the field 'id' is missing" in err
+    assert not paths["log"].exists()            # no agent ran
+
+
+def test_results_stream_to_stdout_and_the_exit_status_tells(tmp_path, monkeypatch, workspace):
+    setup_fake_home(tmp_path, monkeypatch)
+    install_agent(tmp_path)
+    good = run_scv("batch", str(write_tasks(tmp_path / "a.jsonl", "one", "two", "three")), "--parallel", "2",
+                   "-C", str(workspace))
+    assert good.returncode == 0, good.stderr
+    lines = [json.loads(line) for line in good.stdout.splitlines()]
+    assert sorted(line["id"] for line in lines) == ["t0", "t1", "t2"]
+    assert all(line["status"] == "completed" and line["reply"] == "done" for line in lines)
+    assert "3/3 done, 0 running, 0 failed" in good.stderr
+    bad = run_scv("batch", str(write_tasks(tmp_path / "b.jsonl", "one", "fail now")), "-C", str(workspace))
+    assert bad.returncode == 1
+    failed = [json.loads(line) for line in bad.stdout.splitlines() if '"t1"' in line][0]
+    assert failed["status"] == "failed" and "it broke" in failed["stderr_tail"]
+
+
+def test_an_interrupted_run_resumes_with_each_result_exactly_once(tmp_path, monkeypatch, workspace):
+    setup_fake_home(tmp_path, monkeypatch)
+    paths = install_agent(tmp_path)
+    batch = write_tasks(tmp_path / "b.jsonl", "quick a", "slow b", "quick c", "slow d", "quick e", "quick f")
+    output = tmp_path / "out.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "scv", "batch", str(batch), "--output", str(output), "--parallel",
+                             "2", "-C", str(workspace)], env=scv_env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # Both lanes end up held by the two slow tasks; the quick ones before them have finished.
+        wait_for(lambda: paths["pids"].exists() and len(paths["pids"].read_text().split()) == 4)
+        wait_for(lambda: output.exists() and len(result_lines(output)) == 2)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    first = result_lines(output)                # still valid JSON lines
+    assert sorted((r["id"], r["status"]) for r in first) == [("t0", "completed"), ("t1", "cancelled"),
+                                                             ("t2", "completed"), ("t3", "cancelled")]
+    for pid in (int(p) for p in paths["pids"].read_text().split()):
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    # A crash mid-line leaves a partial last line: that task simply runs again.
+    with open(output, "a") as fh:
+        fh.write('{"id": "t4", "status": "compl')
+    paths["fast"].write_text("")
+    again = run_scv("batch", str(batch), "--output", str(output), "-C", str(workspace))
+    assert again.returncode == 0, again.stderr
+    assert "2 task(s) already completed" in again.stderr
+    final = result_lines(output)
+    assert sorted(r["id"] for r in final) == ["t0", "t1", "t2", "t3", "t4", "t5"]
+    assert all(r["status"] == "completed" for r in final)
+    prompts = paths["log"].read_text().splitlines()
+    assert prompts.count("quick a") == 1 and prompts.count("quick c") == 1      # not run again
+    assert prompts.count("slow b") == 2 and prompts.count("quick e") == 1
+    third = run_scv("batch", str(batch), "--output", str(output), "-C", str(workspace))
+    assert third.returncode == 0 and result_lines(output) == final
+
+
+def test_a_foreign_output_file_is_refused(tmp_path, monkeypatch, workspace):
+    setup_fake_home(tmp_path, monkeypatch)
+    install_agent(tmp_path)
+    output = tmp_path / "notes.txt"
+    output.write_text("shopping list\nmilk\n")
+    proc = run_scv("batch", str(write_tasks(tmp_path / "b.jsonl", "one")), "--output", str(output),
+                   "-C", str(workspace))
+    assert proc.returncode == 2 and "line 1 is not a batch result" in proc.stderr
+    assert output.read_text() == "shopping list\nmilk\n"
