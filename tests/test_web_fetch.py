@@ -4,11 +4,13 @@ import functools
 import gzip
 import json
 import struct
+import threading
 import time
 import zlib
 
 import pytest
 
+from scv.cancellation import Cancellation
 from scv.errors import RefusedError
 from tests.web_fakes import LoopbackServer, Reply, free_port, stream_body
 from tests.web_runners import web_config, web_runner
@@ -341,3 +343,27 @@ def test_a_server_that_stalls_hits_the_fetch_timeout(supervisor, workspace, serv
                    server.url("/stall"))
     assert not result.ok and "web.fetch_timeout_seconds" in result.value["error"]
     assert time.monotonic() - started < 3.5
+
+
+def test_cancelling_a_stalled_download_ends_it_in_the_worker(supervisor, workspace, server):
+    def stall(handler):
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/plain")
+        handler.send_header("Content-Length", "100000")
+        handler.end_headers()
+        handler.wfile.write(b"the first bytes arrive, then nothing more")
+        handler.wfile.flush()
+        time.sleep(15)
+    server.routes["/stall"] = stall
+    runner = web_runner(supervisor, workspace, web_config(), [server.port])
+    cancel = Cancellation()
+    timer = threading.Timer(0.5, cancel.cancel)
+    timer.start()
+    try:
+        result = runner.run(runner.prepare("web_fetch", {"url": server.url("/stall")}), cancel=cancel)
+    finally:
+        timer.cancel()
+        cancel.close()
+    assert not result.ok
+    # The worker's own sentence: the watcher woke the blocked read, no backstop kill was needed.
+    assert result.value["error"] == "the call was cancelled"

@@ -142,6 +142,8 @@ def read_body(response: requests.Response, limit: int, deadline: float, cancelle
             if not chunk:
                 break
     except (urllib3.exceptions.HTTPError, OSError) as err:
+        if cancelled():
+            raise ToolFailure("the call was cancelled") from None
         if isinstance(err, (urllib3.exceptions.ReadTimeoutError, TimeoutError)):
             raise ToolFailure("the server stopped sending before the deadline (web.fetch_timeout_seconds)") from None
         raise ToolFailure(f"the download broke off: {err}") from None

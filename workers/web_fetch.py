@@ -9,6 +9,7 @@ from urllib.parse import urljoin
 from scv.web.urls import UrlError, WebUrl, auto_approved, parse_url
 from workers.runtime import ToolFailure, WorkerContext
 from workers.web_body import kind_of, media_type, read_body, sniff, text_of
+from workers.web_cancel import CancelWatch
 from workers.web_html import html_to_text
 from workers.web_transport import AddressPolicy, checked_addresses, open_response, resolve
 
@@ -49,13 +50,15 @@ def _redirect_target(current: WebUrl, location: str) -> WebUrl:
 
 
 def fetch(start: WebUrl, settings: FetchSettings, resolver=resolve, cancelled: Callable[[], bool] = lambda: False,
-          progress: Callable[[str], None] = lambda line: None) -> Fetched:
+          progress: Callable[[str], None] = lambda line: None,
+          attach: Callable[[object], None] = lambda response: None) -> Fetched:
     deadline = time.monotonic() + settings.timeout_seconds
     url, redirects = start, []
     while True:
         if cancelled():
             raise ToolFailure("the call was cancelled")
         response = open_response(url, checked_addresses(url, settings.policy, resolver), deadline, settings.verify)
+        attach(response)
         location = response.headers.get("Location")
         if response.status_code in REDIRECT_STATUSES and location:
             response.close()
@@ -122,7 +125,8 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
         policy=AddressPolicy(allow_private=options["allow_private_addresses"],
                              loopback_ports=frozenset(options.get("loopback_ports", ()))),
         redirect_hosts=tuple(hosts) if hosts is not None else None)
-    fetched = fetch(start, settings, cancelled=ctx.token.check, progress=ctx.progress)
+    with CancelWatch(ctx.token) as watch:
+        fetched = fetch(start, settings, cancelled=watch.cancelled, progress=ctx.progress, attach=watch.attach)
     text = render(fetched)
     offset, total = args.get("offset", 0), len(text)
     if offset and offset >= total:
