@@ -3,6 +3,7 @@
 followed by a numbered reference `[n]`; the list of links comes at the end."""
 
 import html
+import logging
 import re
 from urllib.parse import urljoin, urlsplit
 
@@ -12,6 +13,9 @@ from readability import Document
 from readability.readability import Unparseable
 
 from workers.runtime import ToolFailure
+
+# readability logs a traceback before raising Unparseable; the failure is handled here instead.
+logging.getLogger("readability.readability").setLevel(logging.CRITICAL)
 
 # Navigation menus are not the main content, even where readability keeps them.
 _SKIP = {"script", "style", "noscript", "template", "head", "title", "nav", "svg", "math", "iframe", "object",
@@ -154,7 +158,10 @@ def _render(root, base_url: str) -> str:
 
 
 def _whole_page(markup: str, base_url: str) -> str:
-    root = lxml_html.document_fromstring(markup)
+    try:
+        root = lxml_html.document_fromstring(markup)
+    except etree.ParserError:
+        return ""               # lxml's word for a page with no elements at all
     body = root.find("body")
     return _render(body if body is not None else root, base_url)
 
