@@ -8,12 +8,13 @@ import ssl
 import subprocess
 
 import pytest
+import requests
 
 from scv.web.urls import parse_url
-from tests.web_fakes import LoopbackServer, Reply
+from tests.web_fakes import LoopbackServer, Reply, free_port
 from workers.runtime import ToolFailure
 from workers.web_fetch import FetchSettings, fetch, render
-from workers.web_transport import AddressPolicy, checked_addresses, resolve
+from workers.web_transport import AddressPolicy, PinnedAdapter, checked_addresses, resolve
 
 PAGE = b"<html><body><p>Served over the pinned connection, with enough words to read.</p></body></html>"
 
@@ -86,6 +87,23 @@ def test_the_connection_uses_the_checked_address_and_never_looks_the_name_up_aga
     assert calls == ["rebind.example"]
     assert "rebind.example" not in lookups
     assert server.seen[0].headers["host"] == f"rebind.example:{server.port}"
+
+
+@pytest.mark.parametrize("address", ["93.184.216.34", "2606:2800:220:1::1"])
+def test_the_adapter_pools_connections_by_address_and_keeps_the_name_for_tls(address):
+    adapter = PinnedAdapter(ipaddress.ip_address(address), "example.com")
+    request = requests.Request("GET", "https://example.com/x").prepare()
+    pool = adapter.get_connection_with_tls_context(request, True)
+    connection = pool._new_conn()            # built, not connected
+    assert (pool.host, pool.port) == (address, 443)
+    assert connection.server_hostname == connection.assert_hostname == "example.com"
+
+
+def test_a_refused_connection_is_one_sentence():
+    port = free_port()
+    with pytest.raises(ToolFailure, match=r"^cannot reach 127.0.0.1: connecting to 127.0.0.1 failed "
+                                          r"\(Connection refused\)$"):
+        fetch(parse_url(f"http://127.0.0.1:{port}/"), settings(port))
 
 
 def test_redirects_are_resolved_and_checked_hop_by_hop(server):
@@ -166,7 +184,7 @@ def test_tls_goes_to_the_pinned_address_with_the_name_for_sni_and_the_certificat
 def test_tls_fails_when_the_certificate_does_not_name_the_host(tls_server, tls_files):
     resolver = stub_resolver({"other.example": ["127.0.0.1"]})
     url = parse_url(f"https://other.example:{tls_server.port}/")
-    with pytest.raises(ToolFailure, match="the TLS connection to other.example failed"):
+    with pytest.raises(ToolFailure, match="the TLS connection to other.example failed .*certificate verify failed"):
         fetch(url, settings(tls_server.port, verify=str(tls_files / "ca.pem")), resolver=resolver)
 
 

@@ -9,6 +9,7 @@ CA variables from the environment) and sent by the adapter, which never follows 
 """
 
 import ipaddress
+import re
 import socket
 import time
 from dataclasses import dataclass, field
@@ -99,11 +100,18 @@ class PinnedAdapter(HTTPAdapter):
         return self._pool(parsed.scheme, parsed.port or (443 if parsed.scheme == "https" else 80), {})
 
 
+_SSL_REASON = re.compile(r"\[SSL: [A-Z0-9_]+\] ([^\"()]+)")
+_OS_REASON = re.compile(r"\[Errno -?\d+\] ([^'\"()\]]+)")
+
+
 def _describe(err: Exception) -> str:
-    text = str(err.args[0] if err.args else err)
-    if "]" in text and text.startswith("<"):
-        text = text.split(">:", 1)[-1]
-    return text.strip(" :()'\"")[:300]
+    """The useful end of a requests/urllib3 error, whose text nests several layers of repr."""
+    text = str(err)
+    for pattern in (_SSL_REASON, _OS_REASON):
+        found = pattern.search(text)
+        if found:
+            return found.group(1).strip(" .")
+    return text.rsplit(": ", 1)[-1].strip(" .()'\"")[:200]
 
 
 def open_response(url: WebUrl, addresses: list[IPAddress], deadline: float, verify: bool | str = True
