@@ -101,13 +101,14 @@ class PinnedAdapter(HTTPAdapter):
 
 
 _SSL_REASON = re.compile(r"\[SSL: [A-Z0-9_]+\] ([^\"()]+)")
+_NAME_REASON = re.compile(r"(hostname '[^']+' doesn't match [^)\"]+)")
 _OS_REASON = re.compile(r"\[Errno -?\d+\] ([^'\"()\]]+)")
 
 
 def _describe(err: Exception) -> str:
     """The useful end of a requests/urllib3 error, whose text nests several layers of repr."""
-    text = str(err)
-    for pattern in (_SSL_REASON, _OS_REASON):
+    text = str(err).replace("\\", "")
+    for pattern in (_NAME_REASON, _SSL_REASON, _OS_REASON):
         found = pattern.search(text)
         if found:
             return found.group(1).strip(" .")
