@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 from urllib.parse import urljoin
 
+import msgspec
+
 from scv.web.urls import UrlError, WebUrl, auto_approved, parse_url
 from workers.runtime import ToolFailure, WorkerContext
 from workers.web_body import kind_of, media_type, read_body, sniff, text_of
@@ -14,7 +16,8 @@ from workers.web_html import html_to_text
 from workers.web_transport import AddressPolicy, checked_addresses, open_response, resolve
 
 REDIRECT_STATUSES = {301, 302, 303, 307, 308}
-HEADER_ROOM = 1024          # bytes of the output limit kept for the fields around the content
+FIELD_ROOM = 320            # the names of the fields, the range, next_offset and the note
+MIN_PAGE_BYTES = 256
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,7 @@ def page_end(text: str, offset: int, budget: int) -> int:
         line_end = window.rfind("\n", len(window) * 3 // 4)
         if line_end > 0:
             end = offset + line_end + 1
-    return end
+    return max(end, min(offset + 1, len(text)))     # every page moves on by one character at least
 
 
 def render(fetched: Fetched) -> str:
@@ -132,14 +135,24 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
     if offset and offset >= total:
         raise ToolFailure(f"offset {offset} is past the end of the text, which has {total} characters; "
                           "ask for a smaller offset")
-    end = page_end(text, offset, max(512, ctx.call.output_limit_bytes - HEADER_ROOM))
     value: dict = {"url": fetched.url.text, "status": fetched.status, "content_type": fetched.content_type,
-                   "range": f"characters {offset}-{end} of {total}"}
+                   "range": ""}
     if fetched.redirects:
         value["redirected_from"] = start.text
     if fetched.cut:
         value["download_note"] = (f"only the first {settings.max_bytes} bytes were downloaded "
                                   "(web.fetch_max_bytes); the text ends early")
+    # The fields around the content count against the output limit too.
+    around = sum(len(str(field).encode()) for field in value.values()) + FIELD_ROOM
+    budget = max(MIN_PAGE_BYTES, ctx.call.output_limit_bytes - around)
+    end = page_end(text, offset, budget)
+    for _ in range(3):
+        # Quotes, backslashes and control characters take more room once the result is JSON.
+        excess = len(msgspec.json.encode(text[offset:end])) - 2 - budget
+        if excess <= 0:
+            break
+        end = page_end(text, offset, max(1, budget - excess))
+    value["range"] = f"characters {offset}-{end} of {total}"
     value["content"] = text[offset:end]
     if end < total:
         value["next_offset"] = end
