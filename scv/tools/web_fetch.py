@@ -29,6 +29,7 @@ class WebFetchTool(ToolSpec):
                    "content type and the character range returned; a longer page gives next_offset for its next "
                    "part. An HTTP error status gives a failed result with the body.")
     Args = WebFetchArgs
+    example = {"url": "https://docs.rs/serde/latest/serde/", "offset": 0}
     executor = "workers.web_fetch:execute"
     declared_risk = Risk.NETWORK
 

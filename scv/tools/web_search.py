@@ -24,6 +24,7 @@ class WebSearchTool(ToolSpec):
     description = ("Search the web with the search service the user configured and return up to `count` results, "
                    "each with a title, URL and snippet. Use web_fetch to read a result.")
     Args = WebSearchArgs
+    example = {"query": "tokio latest version", "count": 5}
     executor = "workers.web_search:execute"
     declared_risk = Risk.READ_ONLY      # the query goes only to the service the user chose
 
