@@ -66,7 +66,8 @@ def test_agents_kill_stops_the_run_and_its_setsid_escapee(tmp_path, monkeypatch,
     assert f"stopped {record['handle']}" in proc.stdout
     thread.join(20)
     assert not thread.is_alive()
-    assert out[0].value["status"] in ("failed", "cancelled")
+    assert out[0].value["status"] == "cancelled"
+    assert "stopped by scv agents kill" in out[0].value["error"]
     assert tagged_with(record["handle"]) == []
     assert records_in(scv_home) == []
 

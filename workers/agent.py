@@ -137,6 +137,9 @@ def _run(args, ctx, descriptor, argv, cwd, env, run, outfile) -> dict:
         result["_vendor_session"] = parser.report.vendor_session
     if decision.hint:
         result["hint"] = decision.hint
+    if delegation_records.KEEPER.killed and decision.status != "completed":
+        result["status"] = "cancelled"
+        raise ToolFailure(f"{agent} was stopped by scv agents kill", **result)
     if decision.status in ("completed", "declined"):
         return result
     raise ToolFailure(decision.error or f"{agent} failed", **result)

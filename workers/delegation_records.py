@@ -31,6 +31,7 @@ def _owner() -> tuple[int, float]:
 class RecordKeeper:
     def __init__(self, home: Path | None = None):
         self.home = home
+        self.killed = False         # `scv agents kill` stopped the run this worker watched
 
     def _home(self) -> Path:
         return self.home or scv_home()
@@ -51,6 +52,7 @@ class RecordKeeper:
             # FINISHED -> STOPPING: descendants that escaped the group and the worker's reach.
             processes.stop_run(None, None, link)
         records.remove(self._home(), run.handle)
+        self.killed = records.take_stop_mark(self._home(), run.handle)
 
 
 KEEPER = RecordKeeper()

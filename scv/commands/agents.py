@@ -72,6 +72,8 @@ def kill_command(handle: str | None, orphans: bool) -> None:
     if record is None:
         raise NotFound(f"no delegation {handle} is recorded; scv agents ps --all lists them")
     row = describe(record)
+    if row["state"] != "orphan":
+        records.mark_stopping(home, handle)     # its worker reports the run as cancelled
     signalled = stop_and_remove(home, record)
     click.echo(f"stopped {handle} ({row['agent']}, {row['state']}): {signalled} process(es) signalled")
 

@@ -120,4 +120,6 @@ def reconcile(home: Path) -> Reconciled:
         orphans.append(record.handle)
     if orphans:
         _count_stopped(home, len(orphans))
+    for handle in records.stale_stop_marks(home):
+        records.take_stop_mark(home, handle)
     return Reconciled(orphans=orphans, markers=remove_dead_markers(home))

@@ -140,3 +140,31 @@ def all_records(home: Path) -> list[Record]:
         if record is not None:
             out.append(record)
     return sorted(out, key=lambda r: r.started_unix)
+
+
+STOP_SUFFIX = ".stop"
+
+
+def mark_stopping(home: Path, handle: str) -> None:
+    """Leaves word for the run's worker that `scv agents kill` stopped it (its status: cancelled)."""
+    write_atomic(folder(home) / (check_handle(handle) + STOP_SUFFIX), b"")
+
+
+def take_stop_mark(home: Path, handle: str) -> bool:
+    """True (and the mark removed) when `scv agents kill` stopped this run."""
+    try:
+        os.unlink(folder(home) / (check_handle(handle) + STOP_SUFFIX))
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def stale_stop_marks(home: Path) -> list[str]:
+    """Handles with a stop mark but no record: no worker is left to read the mark."""
+    try:
+        names = os.listdir(folder(home))
+    except OSError:
+        return []
+    return [name[: -len(STOP_SUFFIX)] for name in names if name.endswith(STOP_SUFFIX)
+            and HANDLE.fullmatch(name[: -len(STOP_SUFFIX)])
+            and not os.path.exists(folder(home) / (name[: -len(STOP_SUFFIX)] + SUFFIX))]
