@@ -8,7 +8,7 @@ import pytest
 from scv.errors import RefusedError
 from scv.tools.base import Risk
 from tests.conftest import result_json, run_scv
-from tests.web_fakes import LoopbackServer, Reply
+from tests.web_fakes import LoopbackServer, Reply, make_certificates, tls_context
 from tests.web_runners import web_config, web_runner
 
 LISTED = ["docs.rs", "docs.python.org"]
@@ -98,3 +98,52 @@ def test_scv_tool_refuses_credentials_before_anything_runs(scv_home, workspace):
     proc = run_scv("tool", "web_fetch", '{"url": "https://user:pw@example.com/"}', "--auto-approve",
                    "-C", str(workspace))
     assert proc.returncode == 2 and "credentials" in result_json(proc)["error"]
+
+
+# --- an auto-approved HTTPS fetch, end to end ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def localhost_tls(tmp_path_factory):
+    made = make_certificates(tmp_path_factory.mktemp("tls"), "localhost")
+    if made is None:
+        pytest.skip("openssl is not installed; it makes the test certificate authority")
+    return made
+
+
+@pytest.fixture
+def https_server(supervisor, localhost_tls):
+    srv = LoopbackServer({"/doc": Reply(body=b"<html><body><p>Listed host, fetched without asking, over "
+                                             b"TLS checked against the name localhost.</p></body></html>")},
+                         tls=tls_context(localhost_tls[1], localhost_tls[2]))
+    yield srv
+    srv.close()
+
+
+def https_runner(supervisor, workspace, https_server, localhost_tls, **tools):
+    asked = []
+    config = web_config(tools={"approval_policy": "never", **tools}, auto_approve_domains=["localhost"])
+    runner = web_runner(supervisor, workspace, config, [https_server.port], ca_bundle=str(localhost_tls[0]),
+                        approver=lambda *call: asked.append(call) or True)
+    return runner, asked
+
+
+def test_a_listed_https_host_is_fetched_without_approval(supervisor, workspace, https_server, localhost_tls):
+    runner, asked = https_runner(supervisor, workspace, https_server, localhost_tls)
+    result = runner.call("web_fetch", {"url": https_server.url("/doc", host="localhost", scheme="https")})
+    assert result.ok, result.value
+    assert "fetched without asking" in result.value["content"] and asked == []
+    assert https_server.seen[0].headers["host"] == f"localhost:{https_server.port}"
+
+
+def test_a_listed_fetch_may_not_be_redirected_off_the_list(supervisor, workspace, https_server, localhost_tls):
+    plain = f"http://localhost:{https_server.port}/doc"
+    https_server.routes["/away"] = Reply(302, headers={"Location": plain})
+    https_server.routes["/stay"] = Reply(302, headers={"Location": "/doc"})
+    runner, asked = https_runner(supervisor, workspace, https_server, localhost_tls)
+    stay = runner.call("web_fetch", {"url": https_server.url("/stay", host="localhost", scheme="https")})
+    assert stay.ok and stay.value["url"].endswith("/doc")
+    away = runner.call("web_fetch", {"url": https_server.url("/away", host="localhost", scheme="https")})
+    assert not away.ok and away.value["redirect_to"] == plain
+    assert f"redirected to {plain}, which is not an auto-approved HTTPS host" in away.value["error"]
+    assert asked == []
+    assert [seen.path for seen in https_server.seen] == ["/stay", "/doc", "/away"]

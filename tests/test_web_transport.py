@@ -2,16 +2,13 @@
 TLS), with a stub resolver standing in for DNS."""
 
 import ipaddress
-import shutil
 import socket
-import ssl
-import subprocess
 
 import pytest
 import requests
 
 from scv.web.urls import parse_url
-from tests.web_fakes import LoopbackServer, Reply, free_port
+from tests.web_fakes import LoopbackServer, Reply, free_port, make_certificates, tls_context
 from workers.runtime import ToolFailure
 from workers.web_fetch import FetchSettings, fetch, render
 from workers.web_transport import AddressPolicy, PinnedAdapter, checked_addresses, resolve
@@ -139,31 +136,17 @@ def test_proxy_variables_are_ignored(server, monkeypatch):
 
 # --- TLS: the connection goes to the IP, the certificate is checked against the name ----------
 
-def _openssl(*args: str, cwd) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
-
-
 @pytest.fixture(scope="module")
 def tls_files(tmp_path_factory):
-    if shutil.which("openssl") is None:
+    made = make_certificates(tmp_path_factory.mktemp("tls"), "pinned.example")
+    if made is None:
         pytest.skip("openssl is not installed; it makes the test certificate authority")
-    where = tmp_path_factory.mktemp("tls")
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
-             "-subj", "/CN=scv test CA", "-addext", "basicConstraints=critical,CA:TRUE",
-             "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=where)
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "site.key", "-out", "site.csr",
-             "-subj", "/CN=pinned.example", cwd=where)
-    (where / "ext.cnf").write_text("subjectAltName=DNS:pinned.example\nbasicConstraints=CA:FALSE\n"
-                                   "extendedKeyUsage=serverAuth\n")
-    _openssl("x509", "-req", "-in", "site.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-             "-out", "site.pem", "-days", "2", "-extfile", "ext.cnf", cwd=where)
-    return where
+    return made
 
 
 @pytest.fixture
 def tls_server(tls_files):
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(tls_files / "site.pem", tls_files / "site.key")
+    context = tls_context(tls_files[1], tls_files[2])
     names: list[str | None] = []
     context.sni_callback = lambda sock, name, ctx: names.append(name)
     srv = LoopbackServer({"/": Reply(body=PAGE)}, tls=context)
@@ -175,7 +158,7 @@ def tls_server(tls_files):
 def test_tls_goes_to_the_pinned_address_with_the_name_for_sni_and_the_certificate(tls_server, tls_files):
     resolver = stub_resolver({"pinned.example": ["127.0.0.1"]})
     url = parse_url(f"https://pinned.example:{tls_server.port}/")
-    fetched = fetch(url, settings(tls_server.port, verify=str(tls_files / "ca.pem")), resolver=resolver)
+    fetched = fetch(url, settings(tls_server.port, verify=str(tls_files[0])), resolver=resolver)
     assert fetched.status == 200 and "pinned connection" in render(fetched)
     assert tls_server.sni_names == ["pinned.example"]
     assert tls_server.seen[0].headers["host"] == f"pinned.example:{tls_server.port}"
@@ -186,7 +169,7 @@ def test_tls_fails_when_the_certificate_does_not_name_the_host(tls_server, tls_f
     url = parse_url(f"https://other.example:{tls_server.port}/")
     with pytest.raises(ToolFailure, match=r"the TLS connection to other.example failed \(hostname 'other.example' doesn't "
                                           r"match 'pinned.example'\)"):
-        fetch(url, settings(tls_server.port, verify=str(tls_files / "ca.pem")), resolver=resolver)
+        fetch(url, settings(tls_server.port, verify=str(tls_files[0])), resolver=resolver)
 
 
 def test_tls_fails_against_an_untrusted_authority(tls_server):

@@ -2,7 +2,9 @@
 bound to 127.0.0.1 only, recording each request it saw."""
 
 import http.server
+import shutil
 import socket
+import subprocess
 import ssl
 import threading
 from dataclasses import dataclass, field
@@ -104,3 +106,28 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def make_certificates(where, host: str):
+    """A test certificate authority and a server certificate for `host`, made with openssl in
+    `where`; returns (ca.pem, site.pem, site.key) or None when openssl is not installed."""
+    if shutil.which("openssl") is None:
+        return None
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=where, check=True, capture_output=True, timeout=60)
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+            "-subj", "/CN=scv test CA", "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "site.key", "-out", "site.csr", "-subj", f"/CN={host}")
+    (where / "ext.cnf").write_text(f"subjectAltName=DNS:{host}\nbasicConstraints=CA:FALSE\n"
+                                   "extendedKeyUsage=serverAuth\n")
+    openssl("x509", "-req", "-in", "site.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", "site.pem", "-days", "2", "-extfile", "ext.cnf")
+    return where / "ca.pem", where / "site.pem", where / "site.key"
+
+
+def tls_context(site_pem, site_key) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(site_pem, site_key)
+    return context

@@ -1,6 +1,6 @@
 """Runners for the web tests: the real supervisor, with the web tools built the way only tests
-may build them (web_fetch allowed to reach 127.0.0.1 at named ports, web_search pointed at a
-fake Brave endpoint)."""
+may build them (web_fetch allowed to reach 127.0.0.1 at named ports and to trust a test
+certificate authority, web_search pointed at a fake Brave endpoint)."""
 
 from pathlib import Path
 
@@ -20,10 +20,10 @@ def web_config(tools: dict | None = None, **web) -> Config:
 
 
 def web_runner(supervisor, workspace: Path, config: Config, ports=(), approver=approve_all,
-               brave_endpoint: str = BRAVE_ENDPOINT) -> ToolRunner:
+               brave_endpoint: str = BRAVE_ENDPOINT, ca_bundle: str | None = None) -> ToolRunner:
     ctx = ToolContext(workspace=workspace, config=config)
     registry = Registry()
-    registry.register(WebFetchTool(loopback_ports=frozenset(ports)))
+    registry.register(WebFetchTool(loopback_ports=frozenset(ports), ca_bundle=ca_bundle))
     search = WebSearchTool(brave_endpoint=brave_endpoint)
     if search.enabled(ctx):
         registry.register(search)

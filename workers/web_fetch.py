@@ -127,7 +127,7 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
         timeout_seconds=options["fetch_timeout_seconds"],
         policy=AddressPolicy(allow_private=options["allow_private_addresses"],
                              loopback_ports=frozenset(options.get("loopback_ports", ()))),
-        redirect_hosts=tuple(hosts) if hosts is not None else None)
+        redirect_hosts=tuple(hosts) if hosts is not None else None, verify=options.get("ca_bundle") or True)
     with CancelWatch(ctx.token) as watch:
         fetched = fetch(start, settings, cancelled=watch.cancelled, progress=ctx.progress, attach=watch.attach)
     text = render(fetched)

@@ -33,10 +33,12 @@ class WebFetchTool(ToolSpec):
     executor = "workers.web_fetch:execute"
     declared_risk = Risk.NETWORK
 
-    def __init__(self, loopback_ports: frozenset[int] = frozenset()):
+    def __init__(self, loopback_ports: frozenset[int] = frozenset(), ca_bundle: str | None = None):
         # Test-only: lets this spec's calls reach 127.0.0.1 at these ports (servers a test
-        # started). The registry never passes ports, and no configuration key sets them.
+        # started), and trust a test certificate authority. The registry builds the spec with
+        # neither, and no configuration key or argument sets them.
         self._loopback_ports = frozenset(loopback_ports)
+        self._ca_bundle = ca_bundle
 
     def check(self, args: WebFetchArgs, ctx: ToolContext) -> None:
         try:
@@ -65,6 +67,8 @@ class WebFetchTool(ToolSpec):
                    "allow_private_addresses": web.allow_private_addresses}
         if self._loopback_ports:
             options["loopback_ports"] = sorted(self._loopback_ports)
+        if self._ca_bundle:
+            options["ca_bundle"] = self._ca_bundle
         return options
 
     def worker_args(self, args: WebFetchArgs, ctx: ToolContext) -> dict:
