@@ -202,3 +202,16 @@ def test_turn_cancel_while_the_model_is_silent(clients, workspace, scv_home):
         assert client.until("turn.completed").params["reply"] == "after the cancel"
     finally:
         fake.close()
+
+
+def test_sigterm_mid_turn_stops_processes_and_exits(clients, workspace, tmp_path):
+    import signal
+    marker = _marker()
+    client = clients("--script", str(_long_script(tmp_path, marker)))
+    client.start(cwd=str(workspace), auto_approve=True)
+    client.request("turn.start", {"prompt": "run it"})
+    _wait_for_sleepers(marker)
+    client.proc.send_signal(signal.SIGTERM)
+    assert client.wait(30) == 0
+    _assert_gone(marker)
+    assert client.until("turn.failed").params["reason"] == "interrupted"

@@ -114,13 +114,24 @@ class StdioServer:
     # --- the read loop -----------------------------------------------------------------------
 
     def serve(self) -> int:
+        reading = [False]
+        signalled: list[int] = []
+
         def on_signal(signum, frame):
-            raise _Stop()
+            signalled.append(signum)
+            if reading[0]:
+                raise _Stop()   # only out of readline: never while a lock is held
 
         previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            while not self.client_gone:
-                line = self.stdin.readline(MAX_MESSAGE_BYTES + 1)
+            while not self.client_gone and not signalled:
+                reading[0] = True
+                try:
+                    if signalled:
+                        break
+                    line = self.stdin.readline(MAX_MESSAGE_BYTES + 1)
+                finally:
+                    reading[0] = False
                 if not line:
                     break
                 if len(line) > MAX_MESSAGE_BYTES and not line.endswith(b"\n"):
@@ -131,10 +142,10 @@ class StdioServer:
                     self._handle(line)
         except _Stop:
             pass
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-            self._shutdown()
+        # A second signal while the turn stops is recorded, not fatal: the processes get stopped.
+        self._shutdown("interrupted" if signalled else "client_gone")
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         return 0
 
     def _skip_rest_of_line(self) -> None:
@@ -283,9 +294,9 @@ class StdioServer:
         session.close()
         self.session = None
 
-    def _shutdown(self) -> None:
+    def _shutdown(self, reason: str) -> None:
         # stdout may still be read after stdin closed: the turn's last events are still written.
-        self._cancel_turn("client_gone")
+        self._cancel_turn(reason)
         self._wait_for_turn()
         if self.session is not None:
             self.session.close()
