@@ -20,6 +20,7 @@ case "$prompt" in
   slow*) if [ ! -e {fast} ]; then echo $$ >> {pids}; sleep 300 & echo $! >> {pids}; wait; fi ;;
   fail*) echo "it broke" >&2; exit 3 ;;
 esac
+echo "{{\\"type\\":\\"thread.started\\",\\"thread_id\\":\\"thread-$$\\"}}"
 printf '%s\\n' '{{"type":"item.completed","item":{{"id":"i","type":"agent_message","text":"done"}}}}'
 """
 
@@ -66,7 +67,7 @@ def test_bad_lines_are_reported_by_number_and_nothing_starts(tmp_path, monkeypat
     assert not paths["log"].exists()            # no agent ran
 
 
-def test_results_stream_to_stdout_and_the_exit_status_tells(tmp_path, monkeypatch, workspace):
+def test_results_stream_to_stdout_and_the_exit_status_tells(tmp_path, monkeypatch, workspace, scv_home):
     setup_fake_home(tmp_path, monkeypatch)
     install_agent(tmp_path)
     good = run_scv("batch", str(write_tasks(tmp_path / "a.jsonl", "one", "two", "three")), "--parallel", "2",
@@ -75,6 +76,9 @@ def test_results_stream_to_stdout_and_the_exit_status_tells(tmp_path, monkeypatc
     lines = [json.loads(line) for line in good.stdout.splitlines()]
     assert sorted(line["id"] for line in lines) == ["t0", "t1", "t2"]
     assert all(line["status"] == "completed" and line["reply"] == "done" for line in lines)
+    assert not any("session" in line for line in lines)        # handles end with the batch
+    assert list((scv_home / "state" / "conversations").iterdir()) == []   # their markers went with it
+    assert (scv_home / "state" / "conversations").is_dir()
     assert "3/3 done, 0 running, 0 failed" in good.stderr
     bad = run_scv("batch", str(write_tasks(tmp_path / "b.jsonl", "one", "fail now")), "-C", str(workspace))
     assert bad.returncode == 1
@@ -131,3 +135,22 @@ def test_a_foreign_output_file_is_refused(tmp_path, monkeypatch, workspace):
                    "-C", str(workspace))
     assert proc.returncode == 2 and "line 1 is not a batch result" in proc.stderr
     assert output.read_text() == "shopping list\nmilk\n"
+
+
+def test_sigterm_cancels_running_tasks_and_exits_143(tmp_path, monkeypatch, workspace):
+    setup_fake_home(tmp_path, monkeypatch)
+    paths = install_agent(tmp_path)
+    output = tmp_path / "out.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "scv", "batch", str(write_tasks(tmp_path / "b.jsonl", "slow x")),
+                             "--output", str(output), "-C", str(workspace)], env=scv_env(),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: paths["pids"].exists() and len(paths["pids"].read_text().split()) == 2)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err
+    assert "(interrupted)" in err
+    assert [(r["id"], r["status"]) for r in result_lines(output)] == [("t0", "cancelled")]

@@ -57,13 +57,21 @@ def test_job_finishing_while_the_session_is_busy_is_reported_after(tmp_path, mon
     origin = {"kind": "background", "jobs": [{"job": "job-1", "agent": "codex", "status": "completed"}]}
     assert report["origin"] == origin and seen[-1]["origin"] == origin
     assert seen[-1]["reply"] == "the job said hello"
+    (workspace / "agent-finished").unlink()
+    plain = run_scv("exec", "--script", str(script), AUTO, "-C", str(workspace))
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.splitlines() == ["started job-1", "the job said hello"]    # the report is printed too
 
 
 def test_wait_and_status_show_results_so_no_report_follows(tmp_path, monkeypatch, workspace):
     setup_fake_home(tmp_path, monkeypatch)
-    fake_agent(tmp_path, "codex", "sleep 0.5\n" + codex_reply_lines("waited for"))
+    started = '{"type":"item.started","item":{"id":"c","type":"command_execution","command":"make test"}}'
+    fake_agent(tmp_path, "codex", f"printf '%s\\n' '{started}'\ntouch agent-progressed\nsleep 0.8\n"
+               + codex_reply_lines("waited for"))
     script = write_script(tmp_path / "s.jsonl",
                           {"calls": [bg("b")]},
+                          {"calls": [{"id": "p", "tool": "bash", "args": {
+                              "command": "while [ ! -e agent-progressed ]; do sleep 0.05; done; sleep 0.2"}}]},
                           {"calls": [{"id": "s", "tool": "agent_status", "args": {}}]},
                           {"calls": [{"id": "w", "tool": "agent_wait", "args": {"job": "job-1", "timeout_seconds": 30}}]},
                           {"calls": [{"id": "one", "tool": "agent_status", "args": {"job": "job-1"}},
@@ -75,10 +83,11 @@ def test_wait_and_status_show_results_so_no_report_follows(tmp_path, monkeypatch
     seen = events(proc.stdout)
     listing = completed(seen, "agent_status")[0]["result"]
     assert [(j["job"], j["status"]) for j in listing["jobs"]] == [("job-1", "running")]
+    assert listing["jobs"][0]["progress"] == "$ make test"        # its latest progress line
     waits = completed(seen, "agent_wait")
     waited = waits[0]["result"]
     assert waited["job"] == "job-1" and waited["status"] == "completed" and waited["agent"] == "codex"
-    assert waited["result"]["reply"] == "waited for" and waited["elapsed_seconds"] >= 0.4
+    assert waited["result"]["reply"] == "waited for" and waited["elapsed_seconds"] >= 0.8
     assert completed(seen, "agent_status")[1]["result"]["result"]["reply"] == "waited for"
     assert not waits[1]["ok"] and "no background job 'job-7'" in waits[1]["result"]["error"]
     assert "is not a job handle" in completed(seen, "agent_status")[2]["result"]["error"]

@@ -79,6 +79,9 @@ class BatchRunner:
         if cancel.cancelled and status != COMPLETED:
             status = CANCELLED
         value["status"] = status
+        # Conversation handles end with this process: a result line that named one would mislead.
+        value.pop("session", None)
+        value.pop("turn", None)
         line = {"id": task.id, "line": task.line, **value, "elapsed_seconds": round(time.monotonic() - started, 2)}
         self.sink.write(line)
         with self._lock:

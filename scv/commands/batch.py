@@ -75,12 +75,21 @@ def batch_command(file: Path, parallel: int | None, output: Path | None, workspa
         sink = results.ResultSink(output, sys.stdout.buffer)
         sink.open({task_id: line for task_id, line in kept.items()})
         code = _run(make_runner, todo, sink, limit, skipped)
+        _forget_conversations(ctx)
     except ScvError as err:
         click.echo(f"scv: {err}", err=True)
         code = err.exit_code
     finally:
         supervisor.close()
     sys.exit(code)
+
+
+def _forget_conversations(ctx) -> None:
+    """The batch's conversations end with it: their markers go, so gc may collect the transcripts."""
+    from scv.agents.session import STATE_KEY
+    state = ctx.session_state.get(STATE_KEY)
+    if state is not None:
+        state.conversations.close()
 
 
 def _run(make_runner, todo, sink: results.ResultSink, limit: int, skipped: int) -> int:
