@@ -20,7 +20,8 @@ def messages(request: ModelRequest) -> list[dict[str, Any]]:
             case UserMessage(text=text):
                 out.append({"role": "user", "content": text})
             case AssistantMessage(text=text, tool_calls=calls):
-                message: dict[str, Any] = {"role": "assistant", "content": text or None}
+                # null content only beside tool calls: some local servers refuse it elsewhere
+                message: dict[str, Any] = {"role": "assistant", "content": text or (None if calls else "")}
                 if calls:
                     message["tool_calls"] = [{"id": c.id, "type": "function",
                                               "function": {"name": c.name, "arguments": c.arguments}} for c in calls]
