@@ -53,40 +53,36 @@ def marker_owner_alive(data: bytes) -> bool:
     return processes.start_time(pid) is not None
 
 
-def live_marker_ids(home: Path) -> set[str]:
-    """CLI session ids named by markers whose owner still runs (their transcripts are kept)."""
+def _markers(home: Path):
+    """(name, owner alive) for each conversation marker; symlinks and odd names are skipped."""
     folder = markers_folder(home)
     try:
         names = os.listdir(folder)
     except OSError:
-        return set()
-    live = set()
+        return
     for name in names:
         if name.startswith(".") or not records.HANDLE.fullmatch(name):
             continue
         data = records.read_regular(folder / name, 4096)
-        if data is not None and marker_owner_alive(data):
-            live.add(name)
-    return live
+        if data is not None:
+            yield name, marker_owner_alive(data)
+
+
+def live_marker_ids(home: Path) -> set[str]:
+    """CLI session ids named by markers whose owner still runs (their transcripts are kept)."""
+    return {name for name, alive in _markers(home) if alive}
 
 
 def remove_dead_markers(home: Path) -> list[str]:
-    folder = markers_folder(home)
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return []
     removed = []
-    for name in names:
-        if name.startswith(".") or not records.HANDLE.fullmatch(name):
+    for name, alive in list(_markers(home)):
+        if alive:
             continue
-        data = records.read_regular(folder / name, 4096)
-        if data is not None and not marker_owner_alive(data):
-            try:
-                os.unlink(folder / name)
-                removed.append(name)
-            except FileNotFoundError:
-                pass
+        try:
+            os.unlink(markers_folder(home) / name)
+            removed.append(name)
+        except FileNotFoundError:
+            pass
     return removed
 
 

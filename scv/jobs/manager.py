@@ -70,7 +70,7 @@ class Jobs:
         with self._lock:
             self._jobs[job.id] = job
         thread = threading.Thread(target=self._run, args=(job, own, foreground), name=f"scv-{job.id}", daemon=True)
-        self._threads.append(thread)
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
         thread.start()
         return job
 
