@@ -20,10 +20,10 @@ from scv import events as ev
 from scv.approval import terminal_approver
 from scv.cancellation import Cancellation
 from scv.commands.common import load_context, workspace_option
+from scv.delegations.startup import start_tracking
 from scv.errors import RefusedError, ScvError, UsageError
 from scv.providers.factory import build_provider
 from scv.session import Session
-from scv.delegations.startup import start_tracking
 from scv.supervisor import CANCEL_SECONDS, Supervisor
 from scv.tools.base import Risk
 from scv.tools.registry import executor_modules

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import click
 
+from scv.delegations.startup import start_tracking
 from scv.errors import UsageError
 from scv.protocol.server import StdioServer
 from scv.providers.script import load_script
-from scv.delegations.startup import start_tracking
 from scv.supervisor import Supervisor
 from scv.tools.registry import executor_modules
 
