@@ -96,10 +96,13 @@ def test_a_reused_pid_is_never_killed(scv_home):
         records.write(scv_home, records.Record(handle="codex-bbbbbb", parent="i/s-1/codex-bbbbbb",
                                                pid=bystander.pid, pid_start=started - 1000, owner_pid=os.getpid(),
                                                owner_start=psutil.Process().create_time() - 1000, **base))
-        # A live owner (PID and start time match): not an orphan, left alone.
+        # A live owner (PID and start time match): not an orphan, never signalled (its run has ended).
         records.write(scv_home, records.Record(handle="codex-cccccc", parent="i/s-1/codex-cccccc",
                                                pid=bystander.pid, pid_start=started - 1000, owner_pid=os.getpid(),
                                                owner_start=psutil.Process().create_time(), **base))
+        listed = json.loads(run_scv("agents", "ps", "--all", "--json").stdout)["delegations"]
+        assert sorted((row["handle"], row["state"]) for row in listed) == [
+            ("codex-aaaaaa", "orphan"), ("codex-bbbbbb", "orphan"), ("codex-cccccc", "ended")]
         killed = run_scv("agents", "kill", "codex-cccccc")
         assert killed.returncode == 0 and "0 process(es) signalled" in killed.stdout
         done = reconcile(scv_home)
@@ -109,6 +112,23 @@ def test_a_reused_pid_is_never_killed(scv_home):
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_a_live_owners_record_stays_while_its_agent_runs_and_goes_once_nothing_is_left(scv_home):
+    agent = subprocess.Popen(["sleep", "300"])
+    try:
+        me = psutil.Process()
+        records.write(scv_home, records.Record(handle="codex-dddddd", parent="i/s-1/codex-dddddd", agent="codex",
+                                               session="s-1", cwd="/", depth=1, started_unix=time.time(),
+                                               pid=agent.pid, pid_start=processes.start_time(agent.pid),
+                                               owner_pid=me.pid, owner_start=me.create_time()))
+        assert reconcile(scv_home).orphans == [] and len(records_in(scv_home)) == 1
+        assert agent.poll() is None
+    finally:
+        agent.kill()
+        agent.wait()
+    assert reconcile(scv_home).orphans == []        # not an orphan: a stale record of a live owner
+    assert records_in(scv_home) == []
 
 
 def test_markers_of_dead_owners_are_removed(scv_home):

@@ -6,13 +6,15 @@ from pathlib import Path
 from typing import Any
 
 from scv.delegations import records
-from scv.delegations.reconcile import owner_alive, stopped_so_far
+from scv.delegations.reconcile import owner_alive, run_gone, stopped_so_far
 from scv.delegations.records import Record
 
 
 def state_of(record: Record) -> str:
     if not owner_alive(record):
         return "orphan"
+    if run_gone(record):
+        return "ended"          # abandoned by a killed worker; the next reconcile removes the record
     if record.background_jobs:
         return "background"
     if record.idle_since_unix is not None:
@@ -34,7 +36,7 @@ def describe(record: Record, now: float | None = None) -> dict[str, Any]:
 
 def rows(home: Path, include_orphans: bool) -> list[dict[str, Any]]:
     described = [describe(r) for r in records.all_records(home)]
-    return [row for row in described if include_orphans or row["state"] != "orphan"]
+    return [row for row in described if include_orphans or row["state"] not in ("orphan", "ended")]
 
 
 def counts(home: Path) -> dict[str, int]:
@@ -45,7 +47,7 @@ def counts(home: Path) -> dict[str, int]:
             tally["running"] += 1
         elif state == "idle":
             tally["idle"] += 1
-        else:
+        elif state == "orphan":
             tally["orphans"] += 1
     tally["orphans_stopped"] = stopped_so_far(home)
     return tally

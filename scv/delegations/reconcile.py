@@ -29,6 +29,11 @@ def owner_alive(record: Record) -> bool:
     return processes.alive(record.owner_pid, record.owner_start)
 
 
+def run_gone(record: Record) -> bool:
+    """The agent process is gone and no process carries the run's link any more."""
+    return not processes.alive(record.pid, record.pid_start) and not processes.tagged(record.link)
+
+
 def stop_and_remove(home: Path, record: Record) -> int:
     signalled = processes.stop_run(record.pid, record.pid_start, record.link)
     records.remove(home, record.handle)
@@ -111,6 +116,9 @@ def reconcile(home: Path) -> Reconciled:
     orphans = []
     for record in records.all_records(home):
         if owner_alive(record):
+            if run_gone(record):
+                # The run was abandoned (its worker killed) and nothing of it is left: a stale record.
+                records.remove(home, record.handle)
             continue
         stop_and_remove(home, record)
         orphans.append(record.handle)
