@@ -1,9 +1,6 @@
 """HTML to text (workers.web_html) and body decoding (workers.web_body), in this process."""
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from workers.runtime import ToolFailure
+from fuzz import fuzz_web_text
 from workers.web_body import charset_of, kind_of, sniff, text_of
 from workers.web_html import html_to_text
 
@@ -81,12 +78,5 @@ def test_charsets_from_the_header_the_meta_tag_or_a_bom():
     assert text_of(b"bad \xff byte", "text/plain; charset=utf-8", False) == "bad \ufffd byte"
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.text(alphabet="<>/=\"' abcdiphrefultso&#;!-\n\t", max_size=300))
-def test_any_markup_converts_or_fails_with_a_sentence(markup):
-    try:
-        text = html_to_text(markup, "https://example.com/")
-    except ToolFailure as failure:
-        assert str(failure)
-        return
-    assert "\n\n\n" not in text and text == text.strip()
+def test_any_markup_converts_or_fails_with_a_sentence():
+    fuzz_web_text.any_markup_converts_or_fails_with_a_sentence()

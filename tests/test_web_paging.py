@@ -1,22 +1,11 @@
 """Paging a long text by character offsets (workers.web_fetch.page_end)."""
 
-from hypothesis import given
-from hypothesis import strategies as st
-
+from fuzz import fuzz_web_text
 from workers.web_fetch import page_end
 
 
-@given(st.text(alphabet=st.sampled_from(list("ab \n\"é✓😀")), max_size=3000), st.integers(4, 400))
-def test_pages_cover_the_text_in_order_within_the_budget(text, budget):
-    offset, pages = 0, []
-    while offset < len(text):
-        end = page_end(text, offset, budget)
-        assert offset < end <= len(text)
-        page = text[offset:end]
-        assert len(page.encode()) <= budget
-        pages.append(page)
-        offset = end
-    assert "".join(pages) == text
+def test_pages_cover_the_text_in_order_within_the_budget():
+    fuzz_web_text.pages_cover_the_text_in_order_within_the_budget()
 
 
 def test_a_page_prefers_to_end_at_a_line_end_near_its_limit():

@@ -89,6 +89,15 @@ def test_searxng_setup_errors_get_a_hint(supervisor, workspace, server, reply, w
     assert words in result.value["error"] and hint in result.value["hint"]
 
 
+def test_searxng_whose_engines_all_failed(supervisor, workspace, server):
+    body = {"query": "tokio", "results": [], "unresponsive_engines": [["google", "timeout"], ["bing", "CAPTCHA"]]}
+    server.routes["/searx/search"] = Reply(body=json.dumps(body).encode(), content_type="application/json")
+    result = searxng_runner(supervisor, workspace, server).call("web_search", {"query": "tokio"})
+    assert not result.ok
+    assert result.value["error"] == ("SearXNG found nothing because its engines did not answer "
+                                     "(google timeout, bing CAPTCHA)")
+
+
 def test_searxng_that_is_not_running(supervisor, workspace):
     config = web_config(search="searxng", searxng_url=f"http://127.0.0.1:{free_port()}")
     result = web_runner(supervisor, workspace, config).call("web_search", {"query": "tokio"})

@@ -108,8 +108,14 @@ def _searxng(query: str, count: int, options: dict) -> list[dict]:
         raise ToolFailure("SearXNG did not answer with search results in JSON",
                           hint="check that web.searxng_url is SearXNG's root address and that json is in "
                                "search.formats in its settings.yml") from None
-    return [{"title": _clean(r.title, 300), "url": r.url, "snippet": _clean(r.content, SNIPPET_CHARS)}
-            for r in decoded.results if r.url][:count]
+    results = [{"title": _clean(r.title, 300), "url": r.url, "snippet": _clean(r.content, SNIPPET_CHARS)}
+               for r in decoded.results if r.url][:count]
+    if not results and decoded.unresponsive_engines:
+        # SearXNG answers an empty page when its engines failed; say so instead of "no results".
+        engines = ", ".join(" ".join(e) if isinstance(e, list) else str(e) for e in decoded.unresponsive_engines[:8])
+        raise ToolFailure(f"SearXNG found nothing because its engines did not answer ({engines[:300]})",
+                          hint="try again later, or enable other engines in SearXNG's settings.yml")
+    return results
 
 
 def _brave(query: str, count: int, options: dict) -> list[dict]:
