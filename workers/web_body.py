@@ -31,7 +31,7 @@ _TEXT_TYPES = {"application/json", "application/xml", "application/javascript", 
                "application/jsonl", "application/rss+xml", "application/atom+xml", "image/svg+xml"}
 _HTML_TYPES = {"text/html", "application/xhtml+xml"}
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]{1,40})""", re.I)
-_LOOKS_HTML = re.compile(rb"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)[\s>]", re.I | re.S)
+_LOOKS_HTML = re.compile(rb"<(!doctype\s+html|html|head|body)[\s>]", re.I)
 
 
 def media_type(content_type: str) -> str:
@@ -54,7 +54,7 @@ def sniff(data: bytes, declared: str) -> str:
     """The kind of a body whose type was missing or unfamiliar."""
     if b"\x00" in data[:8192]:
         return "binary"
-    return "html" if declared == "unknown" and _LOOKS_HTML.match(data[:4096]) else "text"
+    return "html" if declared == "unknown" and _LOOKS_HTML.search(data[:1024]) else "text"
 
 
 def charset_of(content_type: str, data: bytes, is_html: bool) -> str:
@@ -85,13 +85,14 @@ class _Decoder:
     """Undoes one Content-Encoding, never producing more than it is asked for."""
 
     def __init__(self, encoding: str):
+        self.encoding = encoding
         self.zlib = None
         if encoding in ("gzip", "x-gzip"):
             self.zlib = zlib.decompressobj(16 + zlib.MAX_WBITS)
         elif encoding == "deflate":
             self.zlib = zlib.decompressobj(zlib.MAX_WBITS)
-            self._raw_fallback = True
-        self.encoding = encoding
+        # "deflate" should have a zlib header, but some servers send the raw stream.
+        self.may_be_raw = encoding == "deflate"
         self.pending = b""
 
     def feed(self, chunk: bytes, room: int) -> bytes:
@@ -101,13 +102,13 @@ class _Decoder:
         try:
             out = self.zlib.decompress(data, room)
         except zlib.error:
-            if self.encoding == "deflate" and getattr(self, "_raw_fallback", False):
-                # Some servers send raw deflate without the zlib header.
-                self._raw_fallback = False
+            if self.may_be_raw:
+                self.may_be_raw = False
                 self.zlib = zlib.decompressobj(-zlib.MAX_WBITS)
                 return self.feed(chunk, room)
             raise ToolFailure(f"the {self.encoding}-compressed body is corrupt; the server sent invalid data") from None
-        self._raw_fallback = False
+        if out:
+            self.may_be_raw = False
         self.pending = self.zlib.unconsumed_tail
         return out
 
