@@ -18,6 +18,20 @@ from scv.tools.registry import build_registry, executor_modules
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(scope="session", autouse=True)
+def quiet_user_home(tmp_path_factory):
+    """Tests never read the developer's own shell profile: `bash -lc` would source it, making
+    runs depend on this machine (and a profile that takes locks, such as pyenv's rehash, breaks
+    when a test kills a shell midway). Set before the session's supervisor forks its fork point,
+    whose environment every worker inherits."""
+    home = tmp_path_factory.mktemp("user-home")
+    saved = os.environ.get("HOME")
+    os.environ["HOME"] = str(home)
+    yield home
+    if saved is not None:
+        os.environ["HOME"] = saved
+
+
 @pytest.fixture(autouse=True)
 def scv_home(tmp_path, monkeypatch) -> Path:
     home = tmp_path / "scv-home"
