@@ -311,10 +311,13 @@ def test_a_hostile_page_fails_that_call_only(supervisor, workspace, server):
     server.routes["/hostile"] = Reply(body=b"<html><body>" + b"<i>a</i>" * (2 << 20))
     server.routes["/fine"] = Reply(body=b"<p>still working, after the hostile page was dealt with.</p>")
     tight = web_config(tools={"worker_memory_mb": 128}, fetch_max_bytes=32 << 20)
-    result = fetch(web_runner(supervisor, workspace, tight, [server.port]), server.url("/hostile"))
+    runner = web_runner(supervisor, workspace, tight, [server.port])
+    before = fetch(runner, server.url("/fine"))
+    assert before.ok, "a normal page must fit under the same ceiling, or this test proves nothing"
+    result = fetch(runner, server.url("/hostile"))
     assert not result.ok
     assert "memory" in result.value["error"] or "worker ended without a result" in result.value["error"]
-    after = fetch(web_runner(supervisor, workspace, web_config(), [server.port]), server.url("/fine"))
+    after = fetch(runner, server.url("/fine"))
     assert after.ok and "still working" in after.value["content"]
 
 
