@@ -7,6 +7,7 @@ As a backstop to the worker's own deadline, a worker that outlives the call's ti
 BACKSTOP_SECONDS is killed together with every process tagged with the call.
 """
 
+import fcntl
 import itertools
 import os
 import selectors
@@ -30,6 +31,7 @@ BACKSTOP_SECONDS = 10.0     # past the call's timeout: the worker's own stop tak
 CANCEL_SECONDS = 6.0        # after Cancel: TERM, 2 s grace, KILL, bounded drain
 EXIT_WAIT_SECONDS = 5.0
 PIPE_SIZE = 1 << 20
+F_SETPIPE_SZ, F_GETPIPE_SZ = 1031, 1032
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -123,6 +125,10 @@ class Supervisor:
     def run(self, call: Call, call_id: str, *, memory_bytes: int, cancel: Cancellation | None = None,
             on_progress: Callable[[str], None] | None = None,
             on_approval: Callable[[ApprovalRequest], bool] | None = None) -> Result:
+        try:
+            request = frame(encode(call))
+        except ProtocolError as exc:
+            return Result(ok=False, value={"error": f"the {call.tool} call is too large to send to a worker ({exc})"})
         pending = _Pending()
         with self._lock:
             self._pending[call_id] = pending
@@ -130,20 +136,11 @@ class Supervisor:
         from_r, from_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
         try:
-            request = frame(encode(call))
-        except ProtocolError as exc:
-            for fd in (to_r, to_w, from_r, from_w, err_r, err_w):
-                os.close(fd)
-            with self._lock:
-                self._pending.pop(call_id, None)
-            return Result(ok=False, value={"error": f"the {call.tool} call is too large to send to a worker ({exc})"})
-        try:
-            import fcntl
-            fcntl.fcntl(to_w, 1031, PIPE_SIZE)
+            room = fcntl.fcntl(to_w, F_SETPIPE_SZ, PIPE_SIZE)
         except OSError:
-            pass
-        # The call goes into the pipe before the worker exists: one round trip fewer.
-        early = len(request) <= PIPE_SIZE
+            room = fcntl.fcntl(to_w, F_GETPIPE_SZ)
+        # A call that fits goes into the pipe before the worker exists: one round trip fewer.
+        early = len(request) <= room
         if early:
             os.write(to_w, request)
         try:

@@ -52,3 +52,23 @@ def built_tree(spec):
         yield ws
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def check_open_stays_inside(tree, path: str, walker: bool) -> None:
+    """The property: whatever the tree and path, open_beneath either refuses or returns a
+    descriptor of something inside the workspace."""
+    from scv.safe_open import PathError, open_beneath
+    with built_tree(tree) as ws:
+        real_ws = os.path.realpath(ws)
+        root = os.open(ws, os.O_PATH | os.O_DIRECTORY)
+        try:
+            fd = open_beneath(root, path.split("/"), os.O_RDONLY | os.O_NONBLOCK, walker=walker)
+        except PathError:
+            return
+        finally:
+            os.close(root)
+        try:
+            real = os.readlink(f"/proc/self/fd/{fd}")
+            assert real == real_ws or real.startswith(real_ws + "/"), (path, real)
+        finally:
+            os.close(fd)

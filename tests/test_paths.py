@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scv.errors import RefusedError
 from scv.paths import is_secret_like, split_relative
 from scv.safe_open import PathError, open_beneath
-from tests.path_strategies import PATHS, TREES, built_tree
+from tests.path_strategies import PATHS, TREES, check_open_stays_inside
 
 
 @given(st.text(max_size=300))
@@ -48,27 +48,11 @@ def test_secret_like_names(path, secret):
     assert is_secret_like(split_relative(path)) is secret
 
 
-def _landed_inside(fd: int, ws: str) -> bool:
-    real = os.readlink(f"/proc/self/fd/{fd}")
-    return real == ws or real.startswith(ws + "/")
-
-
 @pytest.mark.parametrize("walker", [False, True], ids=["openat2", "walker"])
 @settings(max_examples=150, deadline=None)
 @given(tree=TREES, path=PATHS)
 def test_open_beneath_never_lands_outside(walker, tree, path):
-    with built_tree(tree) as ws:
-        root = os.open(ws, os.O_PATH | os.O_DIRECTORY)
-        try:
-            fd = open_beneath(root, path.split("/"), os.O_RDONLY | os.O_NONBLOCK, walker=walker)
-        except PathError:
-            return
-        finally:
-            os.close(root)
-        try:
-            assert _landed_inside(fd, os.path.realpath(ws))
-        finally:
-            os.close(fd)
+    check_open_stays_inside(tree, path, walker)
 
 
 @pytest.mark.parametrize("walker", [False, True], ids=["openat2", "walker"])
@@ -87,9 +71,12 @@ def test_known_escapes_are_refused(tmp_path, walker):
         (ws / f"chain{i}").symlink_to(f"chain{i - 1}")
     root = os.open(ws, os.O_PATH | os.O_DIRECTORY)
     try:
-        for name in ["abs", "up", "sub/upup", "chain29"]:
+        for name in ["abs", "up", "sub/upup"]:
             with pytest.raises(PathError, match="outside the workspace"):
                 open_beneath(root, name.split("/"), os.O_RDONLY, walker=walker)
+        # The kernel may count the long chain against its link limit before it sees the escape.
+        with pytest.raises(PathError, match="outside the workspace|too many symbolic links"):
+            open_beneath(root, ["chain29"], os.O_RDONLY, walker=walker)
         fd = open_beneath(root, ["inner", "f"], os.O_RDONLY, walker=walker)
         assert os.read(fd, 10) == b"ok"
         os.close(fd)
