@@ -1,0 +1,25 @@
+"""Delegate first: with background jobs on, the system prompt asks the main agent to stay
+available and hand real work to background jobs; with them off (or no agent on offer) it does not."""
+
+from scv.config import load_config
+from scv.prompt import system_prompt
+from scv.tools.base import ToolContext
+from scv.tools.registry import build_registry
+from tests.delegation_fakes import fake_agent, setup_fake_home
+
+
+def prompt_for(workspace) -> str:
+    ctx = ToolContext(workspace=workspace, config=load_config(workspace))
+    return system_prompt(None, list(build_registry(ctx)), ctx)
+
+
+def test_background_guidance_follows_the_setting(tmp_path, monkeypatch, workspace, scv_home):
+    setup_fake_home(tmp_path, monkeypatch)
+    assert "## Working in the background" not in prompt_for(workspace)      # no agent on offer
+    fake_agent(tmp_path, "codex", "exit 0\n")
+    text = prompt_for(workspace)
+    assert "## Delegating work" in text and "## Working in the background" in text
+    assert '"background": true' in text and "[SCV background report]" in text and "agent_wait" in text
+    (scv_home / "config.toml").write_text("[agent]\nmax_background = 0\n")
+    off = prompt_for(workspace)
+    assert "## Delegating work" in off and "## Working in the background" not in off
