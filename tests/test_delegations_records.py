@@ -45,8 +45,13 @@ def test_record_lives_as_long_as_the_run(tmp_path, monkeypatch, make_runner, scv
     listed = json.loads(run_scv("agents", "ps", "--json").stdout)["delegations"]
     assert [row["handle"] for row in listed] == [record["handle"]]
     assert listed[0]["state"] == "running" and listed[0]["conversation"] == "codex-1"
+    table = run_scv("agents", "ps").stdout.splitlines()
+    assert table[0].split()[:3] == ["HANDLE", "AGENT", "STATE"]
+    assert table[1].split()[:4] == [record["handle"], "codex", "running", str(record["pid"])]
+    assert "codex-1#1" in table[1]
     status = json.loads(run_scv("status", "--json").stdout)
     assert status["running"] == 1 and status["orphans"] == 0
+    assert "delegations: 1 running, 0 idle" in run_scv("status").stdout
     gate.write_text("go")
     thread.join(20)
     assert out[0].ok and out[0].value["reply"] == "done"
