@@ -184,3 +184,12 @@ def test_sigterm_closes_the_session_and_stops_running_jobs(tmp_path, monkeypatch
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_scv_tool_has_no_session_to_hold_a_job(tmp_path, monkeypatch, workspace):
+    setup_fake_home(tmp_path, monkeypatch)
+    calls = fake_agent(tmp_path, "codex", "exit 0\n")
+    proc = run_scv("tool", "agent", '{"agent":"codex","prompt":"x","background":true}', "--auto-approve",
+                   "-C", str(workspace))
+    assert proc.returncode == 2 and "background jobs belong to a session" in proc.stderr
+    assert calls.calls() == []          # refused: no job, no agent
