@@ -80,6 +80,11 @@ def test_results_stream_to_stdout_and_the_exit_status_tells(tmp_path, monkeypatc
     assert list((scv_home / "state" / "conversations").iterdir()) == []   # their markers went with it
     assert (scv_home / "state" / "conversations").is_dir()
     assert "3/3 done, 0 running, 0 failed" in good.stderr
+    # More at once than agent.max_conversations (2 here): each running task still has its conversation.
+    (scv_home / "config.toml").write_text("[agent]\nmax_conversations = 2\n")
+    wide = run_scv("batch", str(write_tasks(tmp_path / "w.jsonl", *[f"w{i}" for i in range(6)])), "--parallel", "6",
+                   "-C", str(workspace))
+    assert wide.returncode == 0, wide.stdout + wide.stderr
     bad = run_scv("batch", str(write_tasks(tmp_path / "b.jsonl", "one", "fail now")), "-C", str(workspace))
     assert bad.returncode == 1
     failed = [json.loads(line) for line in bad.stdout.splitlines() if '"t1"' in line][0]

@@ -6,6 +6,7 @@ import threading
 from pathlib import Path
 
 import click
+import msgspec
 
 from scv.batch import results, tasks
 from scv.batch.runner import BatchRunner
@@ -14,6 +15,7 @@ from scv.commands.common import load_context, workspace_option
 from scv.delegations.startup import start_tracking
 from scv.errors import ConfigError, ScvError, UsageError
 from scv.supervisor import CANCEL_SECONDS, Supervisor
+from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry, executor_modules
 
 EXIT_ALL_COMPLETED = 0
@@ -56,6 +58,10 @@ def batch_command(file: Path, parallel: int | None, output: Path | None, workspa
     limit = parallel or ctx.config.agent.max_background
     if limit < 1:
         raise UsageError("agent.max_background is 0; pass --parallel N to say how many tasks run at once")
+    if ctx.config.agent.max_conversations < limit:
+        # Each running task holds a conversation: the batch keeps as many as it runs at once.
+        agent = msgspec.structs.replace(ctx.config.agent, max_conversations=limit)
+        ctx = ToolContext(workspace=ctx.workspace, config=msgspec.structs.replace(ctx.config, agent=agent))
     supervisor = Supervisor(preload=executor_modules())     # before any thread
     start_tracking(supervisor)
     try:
@@ -79,6 +85,8 @@ def batch_command(file: Path, parallel: int | None, output: Path | None, workspa
     except ScvError as err:
         click.echo(f"scv: {err}", err=True)
         code = err.exit_code
+    except KeyboardInterrupt:       # Ctrl-C while the input is checked: nothing had started
+        code = EXIT_SIGINT
     finally:
         supervisor.close()
     sys.exit(code)
