@@ -144,3 +144,27 @@ def test_markers_of_dead_owners_are_removed(scv_home):
     done = reconcile(scv_home)
     assert sorted(done.markers) == ["dead-marker", "reused-marker"]
     assert sorted(os.listdir(folder)) == ["live-marker"]
+
+
+def test_kill_orphans_stops_every_process_tagged_with_the_run(scv_home):
+    link = "scv-1-abc/s-9/codex-eeeeee"
+    env = {"PATH": "/usr/bin:/bin", "SCV_PARENT": f"outer/s-0/scv-111111,{link}"}
+    tagged = [subprocess.Popen(["sleep", "300"], env=env, start_new_session=True) for _ in range(2)]
+    untagged = subprocess.Popen(["sleep", "300"], env={"PATH": "/usr/bin:/bin", "SCV_PARENT": link + "x"})
+    try:
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        records.write(scv_home, records.Record(handle="codex-eeeeee", parent=f"outer/s-0/scv-111111,{link}",
+                                               agent="codex", session="s-9", cwd="/", depth=2,
+                                               started_unix=time.time(), pid=dead.pid, pid_start=1.0,
+                                               owner_pid=dead.pid, owner_start=1.0))
+        proc = run_scv("agents", "kill", "--orphans")
+        assert proc.returncode == 0 and "stopped 1 orphan(s): codex-eeeeee" in proc.stdout
+        for process in tagged:
+            assert process.wait(5) == -15       # TERM
+        assert untagged.poll() is None          # a different link is a different run
+        assert records_in(scv_home) == []
+    finally:
+        for process in [*tagged, untagged]:
+            process.kill()
+            process.wait()
