@@ -75,3 +75,14 @@ def records_in(home: Path) -> list[dict]:
     if not folder.is_dir():
         return []
     return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+
+
+def gone(pids: list[int]) -> bool:
+    """True when none of `pids` runs any more (a zombie awaiting its parent counts as gone)."""
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                return False
+        except psutil.NoSuchProcess:
+            continue
+    return True

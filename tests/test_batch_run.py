@@ -7,10 +7,8 @@ import signal
 import subprocess
 import sys
 
-import psutil
-
 from tests.conftest import run_scv, scv_env
-from tests.delegation_fakes import codex_reply_lines, fake_agent, setup_fake_home, wait_for
+from tests.delegation_fakes import fake_agent, gone, setup_fake_home, wait_for
 
 # The fake answers "done <prompt>", sleeps forever on prompts starting "slow" unless told not to,
 # and fails on prompts starting "fail". It logs each prompt it was given.
@@ -112,8 +110,7 @@ def test_an_interrupted_run_resumes_with_each_result_exactly_once(tmp_path, monk
     first = result_lines(output)                # still valid JSON lines
     assert sorted((r["id"], r["status"]) for r in first) == [("t0", "completed"), ("t1", "cancelled"),
                                                              ("t2", "completed"), ("t3", "cancelled")]
-    for pid in (int(p) for p in paths["pids"].read_text().split()):
-        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert gone([int(p) for p in paths["pids"].read_text().split()])
     # A crash mid-line leaves a partial last line: that task simply runs again.
     with open(output, "a") as fh:
         fh.write('{"id": "t4", "status": "compl')

@@ -3,14 +3,14 @@ the session is busy is reported after, in a turn the session starts itself; agen
 agent_status show results so no report repeats them; agent_cancel stops an agent that ignores
 TERM; the limit; closing the session stops running jobs."""
 
+import json
 import signal
 import subprocess
 import sys
 
-import psutil
-
 from tests.conftest import run_scv, scv_env
-from tests.delegation_fakes import codex_reply_lines, events, fake_agent, setup_fake_home, wait_for, write_script
+from tests.delegation_fakes import (codex_reply_lines, events, fake_agent, gone, setup_fake_home, wait_for,
+                                    write_script)
 
 AUTO = "--auto-approve"
 
@@ -21,16 +21,6 @@ def bg(call_id: str, prompt: str = "work") -> dict:
 
 def completed(seen: list[dict], tool: str) -> list[dict]:
     return [e for e in seen if e["type"] == "tool.completed" and e["tool"] == tool]
-
-
-def gone(pids: list[int]) -> bool:
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                return False
-        except psutil.NoSuchProcess:
-            continue
-    return True
 
 
 def test_job_finishing_while_the_session_is_busy_is_reported_after(tmp_path, monkeypatch, workspace):
@@ -143,7 +133,6 @@ def test_jobs_off_hides_the_tools(tmp_path, monkeypatch, workspace, scv_home):
     (scv_home / "config.toml").write_text("[agent]\nmax_background = 0\n")
     fake_agent(tmp_path, "codex", "exit 0\n")
     listed = run_scv("tools", "--json", "-C", str(workspace))
-    import json
     tools = {t["name"]: t for t in json.loads(listed.stdout)["tools"]}
     assert "agent" in tools and "background" not in tools["agent"]["schema"]["properties"]
     assert not {"agent_wait", "agent_status", "agent_cancel"} & set(tools)
