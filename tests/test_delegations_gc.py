@@ -51,7 +51,8 @@ def test_gc_keeps_live_recent_and_linked_files(scv_home, tmp_path):
     assert only_codex.returncode == 0, only_codex.stderr
     assert not dead.exists() and not stale.exists()
     assert live.exists() and middling.exists() and recent.exists() and claude.exists()
-    assert outside.exists() and os.path.islink(sessions / "linked-dir") and os.path.islink(sessions / "linked-file.jsonl")
+    assert outside.exists()
+    assert os.path.islink(sessions / "linked-dir") and os.path.islink(sessions / "linked-file.jsonl")
 
     week = run_scv("agents", "gc", "--older-than", "7d")
     assert week.returncode == 0, week.stderr

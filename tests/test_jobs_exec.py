@@ -63,7 +63,8 @@ def test_wait_and_status_show_results_so_no_report_follows(tmp_path, monkeypatch
                           {"calls": [{"id": "p", "tool": "bash", "args": {
                               "command": "while [ ! -e agent-progressed ]; do sleep 0.05; done; sleep 0.2"}}]},
                           {"calls": [{"id": "s", "tool": "agent_status", "args": {}}]},
-                          {"calls": [{"id": "w", "tool": "agent_wait", "args": {"job": "job-1", "timeout_seconds": 30}}]},
+                          {"calls": [{"id": "w", "tool": "agent_wait",
+                                      "args": {"job": "job-1", "timeout_seconds": 30}}]},
                           {"calls": [{"id": "one", "tool": "agent_status", "args": {"job": "job-1"}},
                                      {"id": "nope", "tool": "agent_wait", "args": {"job": "job-7"}},
                                      {"id": "bad", "tool": "agent_status", "args": {"job": "7"}}]},

@@ -53,7 +53,8 @@ def _explain(error: msgspec.ValidationError) -> str:
     text = str(error)
     unknown = re.match(r"Object contains unknown field `([^`]+)`", text)
     if unknown:
-        return f"unknown field {unknown.group(1)!r} (a task takes id, prompt, agent, cwd, model, effort, timeout_seconds)"
+        return (f"unknown field {unknown.group(1)!r} (a task takes id, prompt, agent, cwd, model, effort, "
+                "timeout_seconds)")
     missing = re.match(r"Object missing required field `([^`]+)`", text)
     if missing:
         return f"the field {missing.group(1)!r} is missing"

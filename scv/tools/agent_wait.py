@@ -24,7 +24,8 @@ WAKE_MARGIN_SECONDS = 5.0      # the call's deadline lies past the wait itself
 class AgentWaitArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     job: Annotated[str, Meta(description="The job handle an agent call with background returned, such as job-1.")]
     timeout_seconds: Annotated[int, Meta(ge=1, description=(
-        "Longest wait in seconds (default tools.agent_timeout_seconds); the job keeps running after it."))] | None = None
+        "Longest wait in seconds (default tools.agent_timeout_seconds); the job keeps running after it."
+    ))] | None = None
 
 
 def jobs_enabled(ctx: ToolContext) -> bool:
