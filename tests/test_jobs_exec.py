@@ -183,3 +183,23 @@ def test_scv_tool_has_no_session_to_hold_a_job(tmp_path, monkeypatch, workspace)
                    "-C", str(workspace))
     assert proc.returncode == 2 and "background jobs belong to a session" in proc.stderr
     assert calls.calls() == []          # refused: no job, no agent
+
+
+def test_status_of_many_jobs_shares_the_output_limit(tmp_path, monkeypatch, workspace, scv_home):
+    setup_fake_home(tmp_path, monkeypatch)
+    (scv_home / "config.toml").write_text("[tools]\noutput_limit_bytes = 2048\n")
+    fake_agent(tmp_path, "codex", codex_reply_lines("é" * 1500))       # 3000 bytes, cut to 2048 by the agent tool
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [bg("a"), bg("b")]},
+                          {"calls": [{"id": "w1", "tool": "agent_wait", "args": {"job": "job-1"}},
+                                     {"id": "w2", "tool": "agent_wait", "args": {"job": "job-2"}}]},
+                          {"calls": [{"id": "s", "tool": "agent_status", "args": {}}]},
+                          {"text": "ok"})
+    proc = run_scv("exec", "--script", str(script), "--json", AUTO, "-C", str(workspace))
+    assert proc.returncode == 0, proc.stderr
+    seen = events(proc.stdout)
+    whole = completed(seen, "agent_wait")[0]["result"]["result"]["reply"]
+    assert len(whole.encode()) == 2048
+    listed = completed(seen, "agent_status")[0]["result"]["jobs"]
+    assert [len(job["result"]["reply"].encode()) for job in listed] == [1024, 1024]
+    assert all(job["result"]["truncated"] and job["result"]["reply"] == "é" * 512 for job in listed)

@@ -1,20 +1,20 @@
 """Executor of `agent_status`: the jobs' descriptions (taken by the supervisor, which holds the
-jobs) bounded to the call's output limit: each reply is cut on a character boundary so the whole
-answer stays within it, with `truncated` set on the results that were cut."""
+jobs), bounded: each finished job's reply gets an equal share of the call's output limit (at
+least MIN_REPLY_BYTES), cut on a character boundary, with `truncated` set where it was cut."""
 
 from workers.runtime import ToolFailure, WorkerContext
 
-MIN_REPLY_CHARS = 512
+MIN_REPLY_BYTES = 512
 
 
-def _bound(description: dict, limit_chars: int) -> dict:
+def _bound(description: dict, limit_bytes: int) -> dict:
     result = description.get("result")
     if not isinstance(result, dict) or not isinstance(result.get("reply"), str):
         return description
     reply = result["reply"]
-    if len(reply.encode("utf-8")) <= limit_chars:
+    if len(reply.encode("utf-8")) <= limit_bytes:
         return description
-    cut = reply.encode("utf-8")[:limit_chars].decode("utf-8", "ignore")
+    cut = reply.encode("utf-8")[:limit_bytes].decode("utf-8", "ignore")
     return {**description, "result": {**result, "reply": cut, "truncated": True}}
 
 
@@ -22,7 +22,7 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
     if args.get("missing"):
         raise ToolFailure(args["missing"])
     jobs = args["jobs"]
-    share = max(MIN_REPLY_CHARS, ctx.call.output_limit_bytes // max(1, len(jobs)))
+    share = max(MIN_REPLY_BYTES, ctx.call.output_limit_bytes // max(1, len(jobs)))
     bounded = [_bound(job, share) for job in jobs]
     if args["single"]:
         return bounded[0]
