@@ -7,6 +7,7 @@ conversation marker whose owning SCV process is gone is removed too. The number 
 stopped is kept in `state/orphans-stopped.json` for `scv status`.
 """
 
+import contextlib
 import fcntl
 import json
 import os
@@ -92,15 +93,9 @@ def remove_dead_markers(home: Path) -> list[str]:
 
 
 def _count_stopped(home: Path, more: int) -> None:
-    path = home / "state" / COUNTER
-    records.ensure_folder(path.parent)
-    lock_fd = os.open(home / "state" / ".orphans.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(lock_fd, fcntl.LOCK_EX)
-        total = stopped_so_far(home) + more
-        records.write_atomic(path, json.dumps({"stopped": total}).encode())
-    finally:
-        os.close(lock_fd)
+    # Under the reconcile lock: no other pass adds to the count meanwhile.
+    total = stopped_so_far(home) + more
+    records.write_atomic(home / "state" / COUNTER, json.dumps({"stopped": total}).encode())
 
 
 def stopped_so_far(home: Path) -> int:
@@ -111,8 +106,25 @@ def stopped_so_far(home: Path) -> int:
         return 0
 
 
+@contextlib.contextmanager
+def _exclusive(home: Path, name: str):
+    """One SCV process at a time (several may start together): a lock file under state/."""
+    records.ensure_folder(home / "state")
+    fd = os.open(home / "state" / name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def reconcile(home: Path) -> Reconciled:
     """One pass: orphans stopped and removed, dead owners' conversation markers removed."""
+    with _exclusive(home, ".reconcile.lock"):
+        return _reconcile(home)
+
+
+def _reconcile(home: Path) -> Reconciled:
     orphans = []
     for record in records.all_records(home):
         if owner_alive(record):
