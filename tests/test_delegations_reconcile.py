@@ -168,3 +168,24 @@ def test_kill_orphans_stops_every_process_tagged_with_the_run(scv_home):
         for process in [*tagged, untagged]:
             process.kill()
             process.wait()
+
+
+def test_scv_server_reconciles_when_it_starts(scv_home):
+    link = "scv-2-def/s-3/codex-ffffff"
+    orphan = subprocess.Popen(["sleep", "300"], env={"PATH": "/usr/bin:/bin", "SCV_PARENT": link},
+                              start_new_session=True)
+    try:
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        records.write(scv_home, records.Record(handle="codex-ffffff", parent=link, agent="codex", session="s-3",
+                                               cwd="/", depth=1, started_unix=time.time(), pid=orphan.pid,
+                                               pid_start=processes.start_time(orphan.pid), owner_pid=dead.pid,
+                                               owner_start=1.0))
+        proc = run_scv("server", "--stdio", input="")        # starts, reconciles, sees EOF, exits
+        assert proc.returncode == 0, proc.stderr
+        assert "stopped 1 orphaned delegation(s): codex-ffffff" in proc.stderr
+        assert orphan.wait(5) == -15
+        assert records_in(scv_home) == []
+    finally:
+        orphan.kill()
+        orphan.wait()
