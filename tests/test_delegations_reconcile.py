@@ -37,6 +37,7 @@ def test_sigkilled_scv_tree_leaves_orphans_the_next_exec_stops(tmp_path, monkeyp
     setup_fake_home(tmp_path, monkeypatch)
     fake_agent(tmp_path, "codex", ESCAPING_AGENT)
     proc = start_exec_with_delegation(tmp_path, workspace)
+    handle = None
     try:
         record = wait_for(lambda: records_in(scv_home))[0]
         assert record["owner_pid"] == proc.pid
@@ -63,8 +64,8 @@ def test_sigkilled_scv_tree_leaves_orphans_the_next_exec_stops(tmp_path, monkeyp
     finally:
         if proc.poll() is None:
             proc.kill()
-        for leftover in tagged_with(str(tmp_path.name)):
-            leftover.kill()
+        for leftover in tagged_with(handle) if handle else []:
+            leftover.kill()         # only this test's own processes
 
 
 def test_sigkilled_supervisor_alone_leaves_nothing_behind(tmp_path, monkeypatch, workspace, scv_home):

@@ -23,6 +23,7 @@ def test_a_dead_workers_descendants_reparent_to_the_supervisor_and_are_reaped(tm
     proc = subprocess.Popen([sys.executable, "-m", "scv", "exec", "--script", str(script), "--auto-approve", "-C",
                              str(workspace)], env=scv_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+    record = None
     try:
         record = wait_for(lambda: records_in(scv_home))[0]
         left = wait_for(lambda: [p for p in tagged_with(record["handle"])] if len(tagged_with(record["handle"])) >= 3
@@ -39,8 +40,8 @@ def test_a_dead_workers_descendants_reparent_to_the_supervisor_and_are_reaped(tm
     finally:
         if proc.poll() is None:
             proc.kill()
-        for leftover in tagged_with("codex-"):
-            leftover.kill()
+        for leftover in tagged_with(record["handle"]) if record else []:
+            leftover.kill()         # only this test's own processes
 
 
 def test_collect_orphans_reaps_only_processes_outside_its_own_group(supervisor):
