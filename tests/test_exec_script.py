@@ -137,7 +137,7 @@ def _sleepers(marker: str) -> list[psutil.Process]:
             if proc.info["cmdline"] and proc.info["cmdline"][-1] == marker and proc.status() != psutil.STATUS_ZOMBIE:
                 found.append(proc)
         except psutil.Error:
-            pass
+            continue        # it ended while we looked
     return found
 
 
