@@ -1,6 +1,7 @@
 """Bounded capture of a stream: the first half of the limit and the last half, with a count.
 
-A command that prints gigabytes costs at most `limit` bytes (plus one read chunk) of memory.
+A command that prints gigabytes costs at most `limit` bytes of memory. The tail is a fixed ring
+written with plain copies, so a flood costs one memcpy per read and no allocation.
 """
 
 
@@ -10,7 +11,10 @@ class HeadTail:
         self._head_size = limit // 2
         self._tail_size = limit - self._head_size
         self.head = bytearray()
-        self.tail = bytearray()
+        self._ring = bytearray(self._tail_size)
+        self._ring_view = memoryview(self._ring)
+        self._pos = 0           # where the next tail byte goes
+        self._filled = 0        # how many ring bytes hold data
         self.total = 0
 
     def feed(self, chunk: bytes | memoryview) -> None:
@@ -20,25 +24,35 @@ class HeadTail:
         if room > 0:
             self.head += chunk[:room]
             chunk = chunk[room:]
-            if not chunk:
-                return
-        if len(chunk) >= self._tail_size:
-            self.tail[:] = chunk[-self._tail_size:]
+        size, ring = self._tail_size, self._ring_view
+        count = len(chunk)
+        if count == 0 or size == 0:
             return
-        self.tail += chunk
-        if len(self.tail) > 2 * self._tail_size:
-            del self.tail[: len(self.tail) - self._tail_size]
+        if count >= size:
+            ring[:] = chunk[count - size:]
+            self._pos, self._filled = 0, size
+            return
+        first = min(count, size - self._pos)
+        ring[self._pos:self._pos + first] = chunk[:first]
+        if first < count:
+            ring[:count - first] = chunk[first:]
+        self._pos = (self._pos + count) % size
+        self._filled = min(size, self._filled + count)
 
     @property
     def truncated(self) -> bool:
         return self.total > self.limit
 
+    def _tail(self) -> bytes:
+        if self._filled < self._tail_size:
+            return bytes(self._ring[:self._filled])
+        return bytes(self._ring[self._pos:]) + bytes(self._ring[:self._pos])
+
     def text(self) -> str:
         """The kept bytes as text; a cut is marked with how much was left out."""
+        head, tail = bytes(self.head), self._tail()
         if not self.truncated:
-            return (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace")
-        tail = bytes(self.tail[-self._tail_size:])
-        omitted = self.total - len(self.head) - len(tail)
-        head_text = bytes(self.head).decode("utf-8", "replace")
-        tail_text = tail.decode("utf-8", "replace")
-        return f"{head_text}\n[... {omitted} bytes of output omitted ...]\n{tail_text}"
+            return (head + tail).decode("utf-8", "replace")
+        omitted = self.total - len(head) - len(tail)
+        return (f"{head.decode('utf-8', 'replace')}\n[... {omitted} bytes of output omitted ...]\n"
+                f"{tail.decode('utf-8', 'replace')}")

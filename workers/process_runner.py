@@ -28,6 +28,7 @@ DRAIN_SECONDS = 1.0        # after the last stop, how long to wait for the pipes
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
 
+
 @dataclass
 class RunOutcome:
     exit_code: int | None = None
@@ -133,6 +134,7 @@ def run(spec: RunSpec, token: CancelToken, on_stdout: Callable[[bytes], None],
                 if view is not None:
                     count = os.readv(key.fd, [buffer])
                     chunk = view[:count]
+
                 else:
                     chunk = os.read(key.fd, READ_CHUNK)
                 if chunk:
