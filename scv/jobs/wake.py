@@ -35,3 +35,15 @@ def either(*sources: Cancellation | None) -> Iterator[Either]:
         yield merged
     finally:
         merged.close()
+
+
+@contextlib.contextmanager
+def until_settled(jobs, job, cancel: Cancellation | None) -> Iterator[Either]:
+    """A cancellation source that fires when the call is cancelled or when `job` settles: what a
+    worker waiting on a job listens to."""
+    waiter = jobs.wake_on_settle(job)
+    try:
+        with either(cancel, waiter) as merged:
+            yield merged
+    finally:
+        jobs.forget_waiter(job, waiter)

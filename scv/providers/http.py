@@ -12,7 +12,7 @@ from typing import Any, Iterator
 import requests
 
 from scv.cancellation import Cancellation
-from scv.providers.base import ProviderError, TurnCancelled
+from scv.providers.base import Provider, ProviderError, TurnCancelled
 from scv.providers.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
 from scv.providers.sse import SSEDecoder, SSEError, SSEEvent
 
@@ -181,3 +181,13 @@ class _AbortOnCancel:
         self._thread.join()
         os.close(self._done_r)
         os.close(self._done_w)
+
+
+class EndpointProvider(Provider):
+    """An OpenAI-compatible endpoint reached through a StreamingClient; the subclass speaks its
+    wire API."""
+
+    def __init__(self, name: str, model: str, client: StreamingClient):
+        self.name = name
+        self.model = model
+        self.client = client

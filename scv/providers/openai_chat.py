@@ -8,9 +8,9 @@ ends the stream. A stream that ends with neither `[DONE]` nor a `finish_reason` 
 from typing import Any
 
 from scv.cancellation import Cancellation
-from scv.providers.base import (AssistantMessage, ModelReply, ModelRequest, Provider, ProviderError, TextSink,
+from scv.providers.base import (AssistantMessage, ModelReply, ModelRequest, ProviderError, TextSink,
                                 ToolCall, ToolOutput, Usage, UserMessage)
-from scv.providers.http import StreamingClient
+from scv.providers.http import EndpointProvider
 
 
 def messages(request: ModelRequest) -> list[dict[str, Any]]:
@@ -47,13 +47,8 @@ class _PartialCall:
         self.arguments: list[str] = []
 
 
-class ChatProvider(Provider):
+class ChatProvider(EndpointProvider):
     wire_api = "chat"
-
-    def __init__(self, name: str, model: str, client: StreamingClient):
-        self.name = name
-        self.model = model
-        self.client = client
 
     def complete(self, request: ModelRequest, *, on_text: TextSink, cancel: Cancellation) -> ModelReply:
         response = self.client.post(request_body(request, self.model), cancel)

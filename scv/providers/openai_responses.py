@@ -8,9 +8,9 @@ ends the reply. A stream that ends without it was dropped.
 from typing import Any
 
 from scv.cancellation import Cancellation
-from scv.providers.base import (AssistantMessage, ModelReply, ModelRequest, Provider, ProviderError,
+from scv.providers.base import (AssistantMessage, ModelReply, ModelRequest, ProviderError,
                                 TextSink, ToolCall, ToolOutput, Usage, UserMessage)
-from scv.providers.http import StreamingClient
+from scv.providers.http import EndpointProvider
 
 
 def input_items(request: ModelRequest) -> list[dict[str, Any]]:
@@ -101,13 +101,8 @@ class ReplyBuilder:
         return ModelReply(text=text, tool_calls=tuple(self.calls), usage=self.usage, annotations=tuple(self.annotations))
 
 
-class ResponsesProvider(Provider):
+class ResponsesProvider(EndpointProvider):
     wire_api = "responses"
-
-    def __init__(self, name: str, model: str, client: StreamingClient):
-        self.name = name
-        self.model = model
-        self.client = client
 
     def complete(self, request: ModelRequest, *, on_text: TextSink, cancel: Cancellation) -> ModelReply:
         response = self.client.post(request_body(request, self.model), cancel)

@@ -12,7 +12,7 @@ import msgspec
 from msgspec import Meta
 
 from scv.jobs.manager import check_handle, find_job
-from scv.jobs.wake import either
+from scv.jobs.wake import until_settled
 from scv.tools.agent_wait import jobs_enabled
 from scv.tools.base import Risk, ToolContext, ToolSpec
 
@@ -61,12 +61,8 @@ class AgentCancelTool(ToolSpec):
             return
         # Approved and running: the stop is requested now, and the worker waits for the job to settle.
         self._stopped[id(args)] = jobs.request_cancel(job)
-        waiter = jobs.wake_on_settle(job)
-        try:
-            with either(cancel, waiter) as merged:
-                yield merged
-        finally:
-            jobs.forget_waiter(job, waiter)
+        with until_settled(jobs, job, cancel) as merged:
+            yield merged
 
     def complete(self, args: AgentCancelArgs, ok: bool, value: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         jobs, job, _ = find_job(ctx, args.job)

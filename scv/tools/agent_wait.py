@@ -14,7 +14,7 @@ from msgspec import Meta
 
 from scv.errors import RefusedError
 from scv.jobs.manager import check_handle, find_job
-from scv.jobs.wake import either
+from scv.jobs.wake import until_settled
 from scv.tools.base import Risk, ToolContext, ToolSpec
 from scv.tools.agent import AgentTool
 
@@ -71,12 +71,8 @@ class AgentWaitTool(ToolSpec):
         if job is None:
             yield cancel
             return
-        waiter = jobs.wake_on_settle(job)
-        try:
-            with either(cancel, waiter) as merged:
-                yield merged
-        finally:
-            jobs.forget_waiter(job, waiter)
+        with until_settled(jobs, job, cancel) as merged:
+            yield merged
 
     def complete(self, args: AgentWaitArgs, ok: bool, value: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         jobs, job, _ = find_job(ctx, args.job)
