@@ -1,6 +1,7 @@
 """The decision at the end of a run: status, reply, error, hint and whether another agent could
 avoid the failure, from the process outcome and the parser's report only."""
 
+import re
 from dataclasses import dataclass
 
 from workers.agents import verdict
@@ -33,6 +34,21 @@ def summarize_stderr(stderr: str) -> str:
 def closing_output(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return " ".join(lines[-5:])[-MAX_ERROR_CHARS:]
+
+
+# Failures other than sign-in that the calling model can act on, by the CLI's own words.
+SITUATION_HINTS = (
+    (re.compile(r"Not inside a trusted directory|skip-git-repo-check"),
+     "{agent} runs only inside a git repository: call agent again with a cwd inside one, or ask the user to "
+     "run `git init` in the workspace."),
+)
+
+
+def situation_hint(agent: str, *texts: str | None) -> str | None:
+    for pattern, hint in SITUATION_HINTS:
+        if any(text and pattern.search(text) for text in texts):
+            return hint.format(agent=agent)
+    return None
 
 
 def hint_for(agent: str) -> str:
@@ -83,6 +99,8 @@ def decide(agent: str, outcome: RunOutcome, stopped_after_result: bool, report: 
     hint = None
     if status == "failed" and (verdict.reads_like_signin(error) or verdict.reads_like_signin(stderr_summary)):
         hint = hint_for(agent)
+    elif status == "failed":
+        hint = situation_hint(agent, error, stderr_summary)
     if error is not None and len(error) > MAX_ERROR_CHARS:
         error, cut = error[:MAX_ERROR_CHARS - 1] + "…", True
     available = not (status == "failed" and (kind in AVAILABILITY or kind == "exit"))
