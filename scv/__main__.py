@@ -1,3 +1,3 @@
 from scv.cli import main
 
-main()
+main(prog_name="scv")

@@ -46,6 +46,10 @@ def test_gc_keeps_live_recent_and_linked_files(scv_home, tmp_path):
     assert "codex: would remove 2 file(s)" in dry.stdout and "kept 1 of live conversations" in dry.stdout
     assert "claude: would remove 1 file(s)" in dry.stdout
     assert all(p.exists() for p in (dead, stale, claude))
+    as_json = json.loads(run_scv("agents", "gc", "--dry-run", "--json").stdout)
+    assert as_json["dry_run"] is True
+    codex = next(entry for entry in as_json["agents"] if entry["agent"] == "codex")
+    assert sorted(codex["files"]) == sorted([str(dead), str(stale)]) and codex["kept_live"] == 1
 
     only_codex = run_scv("agents", "gc", "codex")
     assert only_codex.returncode == 0, only_codex.stderr

@@ -104,8 +104,10 @@ def test_a_reused_pid_is_never_killed(scv_home):
         listed = json.loads(run_scv("agents", "ps", "--all", "--json").stdout)["delegations"]
         assert sorted((row["handle"], row["state"]) for row in listed) == [
             ("codex-aaaaaa", "orphan"), ("codex-bbbbbb", "orphan"), ("codex-cccccc", "ended")]
-        killed = run_scv("agents", "kill", "codex-cccccc")
-        assert killed.returncode == 0 and "0 process(es) signalled" in killed.stdout
+        killed = run_scv("agents", "kill", "codex-cccccc", "--json")
+        assert killed.returncode == 0
+        assert json.loads(killed.stdout) == {"stopped": ["codex-cccccc"], "agent": "codex", "state": "ended",
+                                             "signalled": 0}
         done = reconcile(scv_home)
         assert sorted(done.orphans) == ["codex-aaaaaa", "codex-bbbbbb"]
         assert bystander.poll() is None, "an unrelated process with a reused PID was signalled"

@@ -23,6 +23,11 @@ def agents_command() -> None:
     """Delegated agents: list the running ones, stop them, remove old transcripts."""
 
 
+def _emit(value: dict) -> None:
+    sys.stdout.buffer.write(msgspec.json.encode(value) + b"\n")
+    sys.stdout.flush()
+
+
 def _age(seconds: float) -> str:
     seconds = int(seconds)
     if seconds < 120:
@@ -39,7 +44,7 @@ def ps_command(show_all: bool, as_json: bool) -> None:
     """List running delegations (with --all, orphans whose SCV process is gone too)."""
     found = rows(scv_home(), include_orphans=show_all)
     if as_json:
-        sys.stdout.buffer.write(msgspec.json.encode({"delegations": found}) + b"\n")
+        _emit({"delegations": found})
         return
     if not found:
         click.echo("no delegated agents are running" + ("" if show_all else " (--all also lists orphans)"))
@@ -54,13 +59,17 @@ def ps_command(show_all: bool, as_json: bool) -> None:
 @agents_command.command("kill")
 @click.argument("handle", required=False)
 @click.option("--orphans", is_flag=True, help="Stop every orphan (a run whose SCV process is gone).")
-def kill_command(handle: str | None, orphans: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print {\"stopped\": [...], \"signalled\": N} as JSON.")
+def kill_command(handle: str | None, orphans: bool, as_json: bool) -> None:
     """Stop one delegation (its process group, then every process tagged with it), or every orphan."""
     home = scv_home()
     if orphans == (handle is not None):
         raise UsageError("pass either a delegation HANDLE (see scv agents ps) or --orphans")
     if orphans:
         done = reconcile(home)
+        if as_json:
+            _emit({"stopped": list(done.orphans)})
+            return
         click.echo(f"stopped {len(done.orphans)} orphan(s)" + (f": {', '.join(done.orphans)}" if done.orphans
                                                                else ""))
         return
@@ -75,6 +84,9 @@ def kill_command(handle: str | None, orphans: bool) -> None:
     if row["state"] != "orphan":
         records.mark_stopping(home, handle)     # its worker reports the run as cancelled
     signalled = stop_and_remove(home, record)
+    if as_json:
+        _emit({"stopped": [handle], "agent": row["agent"], "state": row["state"], "signalled": signalled})
+        return
     click.echo(f"stopped {handle} ({row['agent']}, {row['state']}): {signalled} process(es) signalled")
 
 
@@ -83,7 +95,8 @@ def kill_command(handle: str | None, orphans: bool) -> None:
 @click.option("--dry-run", is_flag=True, help="Only show what would be removed, per agent.")
 @click.option("--older-than", default=transcripts_gc.DEFAULT_AGE, show_default=True, metavar="AGE",
               help="Remove transcripts last written before this age (such as 7d, 12h; at least 1h).")
-def gc_command(agent: str | None, dry_run: bool, older_than: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print what was (or would be) removed as JSON.")
+def gc_command(agent: str | None, dry_run: bool, older_than: str, as_json: bool) -> None:
     """Remove old transcripts from the agents' private homes; live conversations' are kept."""
     known = list(transcripts_gc.transcript_folders(Path("/")))
     if agent is not None and agent not in known:
@@ -94,6 +107,10 @@ def gc_command(agent: str | None, dry_run: bool, older_than: str) -> None:
     except ValueError as err:
         raise UsageError(str(err)) from None
     swept = transcripts_gc.sweep(scv_home(), age, [agent] if agent else None, dry_run=dry_run)
+    if as_json:
+        _emit({"dry_run": dry_run, "agents": [{"agent": r.agent, "files": [str(f) for f in r.files],
+                                               "bytes": r.bytes, "kept_live": r.kept_live} for r in swept]})
+        return
     verb = "would remove" if dry_run else "removed"
     for result in swept:
         kept = f", kept {result.kept_live} of live conversations" if result.kept_live else ""
