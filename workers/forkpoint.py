@@ -103,7 +103,6 @@ def serve(sock: socket.socket, preload: list[str]) -> None:
     os.setpgid(0, 0)
     for name in preload:
         importlib.import_module(name)
-    gc.collect()
     gc.freeze()       # keep the preloaded heap shared with the workers instead of copied
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
@@ -195,7 +194,8 @@ def _shutdown(children: dict[int, str | None], reap) -> None:
     deadline = time.monotonic() + SHUTDOWN_GRACE
     while children and time.monotonic() < deadline:
         reap()
-        time.sleep(0.02)
+        if children:
+            time.sleep(0.002)
     for pid in list(children):
         try:
             os.killpg(pid, signal.SIGKILL)
