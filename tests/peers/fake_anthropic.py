@@ -4,7 +4,9 @@ is recorded with its path and JSON body."""
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.loopback_http import serve_posts
 
 
 class FakeAnthropic:
@@ -13,25 +15,7 @@ class FakeAnthropic:
         self.statuses: list[int] = []       # queued HTTP errors for the next requests
         self.requests: list[dict] = []
         self.lock = threading.Lock()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                fake._handle(self)
-
-            def do_GET(self):
-                self.send_response(404)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.server, _ = serve_posts(self._handle)
 
     @property
     def base_url(self) -> str:
