@@ -64,6 +64,7 @@ def jsonrpc_decoding_is_total(message):
         assert bad.id is None or isinstance(bad.id, (int, str))
         return
     assert isinstance(message, dict) and message["method"] in METHODS and message["jsonrpc"] == "2.0"
+    assert type(request).__struct_config__.tag == message["method"]
 
 
 HARNESSES = [sse_split_anywhere_decodes_the_same, jsonrpc_decoding_is_total]

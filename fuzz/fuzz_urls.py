@@ -11,7 +11,7 @@ import urllib.parse
 
 import requests
 import urllib3.util
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 from scv.web.addresses import refusal

@@ -8,7 +8,7 @@ saying how to allow it.
 
 import enum
 import sys
-from typing import Callable, Protocol
+from typing import Protocol
 
 from scv.errors import RefusedError
 from scv.tools.base import Risk
@@ -73,5 +73,3 @@ def check_approval(policy: str, risk: Risk, tool: str, summary: str, approver: A
     if not approver(tool, risk, summary):
         raise RefusedError(f"approval for {tool} was denied")
 
-
-ProgressSink = Callable[[str], None]

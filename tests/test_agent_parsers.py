@@ -4,7 +4,7 @@ units: each capture of the real CLIs, property tests for the validators, and the
 import json
 import time
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 import pytest
 

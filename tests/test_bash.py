@@ -1,7 +1,5 @@
 """`bash` through the real supervisor: exit statuses, bounded output, and stopping processes."""
 
-import os
-import signal
 import threading
 import time
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from scv.cli import main
-from tests.conftest import ROOT, result_json, run_scv, scv_env
+from tests.conftest import result_json, run_scv, scv_env
 
 
 def every_command(group=main, prefix=()):

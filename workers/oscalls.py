@@ -6,7 +6,6 @@ also run it for real.
 """
 
 import os
-import signal
 import time
 
 TAG_VARIABLE = "SCV_CALL"

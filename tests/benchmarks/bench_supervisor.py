@@ -5,7 +5,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from scv.approval import approve_all

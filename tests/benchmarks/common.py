@@ -1,6 +1,5 @@
 """Helpers shared by benchmarks: medians, interleaved timing, and resident-memory sampling."""
 
-import os
 import statistics
 import threading
 import time
