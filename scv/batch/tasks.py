@@ -11,6 +11,7 @@ import msgspec
 from msgspec import Meta
 
 from scv.errors import ScvError, UsageError
+from scv.input_files import read_bounded
 
 TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}")
 MAX_INPUT_BYTES = 64 * 1024 * 1024
@@ -63,13 +64,7 @@ def _explain(error: msgspec.ValidationError) -> str:
 
 def load(path: Path, prepare: Callable[[dict[str, Any]], Any]) -> list[Task]:
     """Reads and checks every line; raises BadInput listing the bad lines by number."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_INPUT_BYTES + 1)
-    except OSError as err:
-        raise UsageError(f"the batch file {path} cannot be read ({err.strerror}); pass a readable JSONL file") from None
-    if len(data) > MAX_INPUT_BYTES:
-        raise UsageError(f"the batch file {path} is over {MAX_INPUT_BYTES >> 20} MiB; split it")
+    data = read_bounded(path, MAX_INPUT_BYTES, "the batch file", "a readable JSONL file")
     tasks, problems, seen = [], [], {}
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip() or raw.lstrip().startswith(b"#"):

@@ -20,6 +20,7 @@ import msgspec
 
 from scv.cancellation import Cancellation
 from scv.errors import UsageError
+from scv.input_files import read_bounded
 from scv.providers.base import ModelReply, ModelRequest, Provider, ProviderError, TextSink, ToolCall, ToolOutput
 
 MAX_SCRIPT_BYTES = 16 * 1024 * 1024
@@ -51,13 +52,7 @@ def _strings(value: Any):
 
 def load_script(path: Path) -> list[tuple[int, ScriptTurn]]:
     """The script's model responses with their line numbers; a broken file is a UsageError."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_SCRIPT_BYTES + 1)
-    except OSError as exc:
-        raise UsageError(f"script {path} cannot be read ({exc.strerror}); pass an existing JSONL file") from None
-    if len(data) > MAX_SCRIPT_BYTES:
-        raise UsageError(f"script {path} is over {MAX_SCRIPT_BYTES} bytes; split it")
+    data = read_bounded(path, MAX_SCRIPT_BYTES, "script", "an existing JSONL file")
     turns: list[tuple[int, ScriptTurn]] = []
     known: set[str] = set()
     for number, raw in enumerate(data.split(b"\n"), 1):

@@ -25,7 +25,7 @@ from scv.agents.options import EFFORTS, blank_to_none, check_effort, check_model
 from scv.agents.session import agent_session
 from scv.config import scv_home
 from scv.errors import RefusedError
-from scv.tools.base import Risk, ToolContext, ToolSpec, short
+from scv.tools.base import Risk, ToolContext, ToolSpec, set_maximum, short
 from workers.agents.descriptors import build_argv, agent_home
 
 PRIVATE_PREFIX = "_"
@@ -294,10 +294,7 @@ class AgentTool(ToolSpec):
             described = [c.get("description") for c in props["effort"].get("anyOf", [props["effort"]])]
             props["effort"] = {"type": "string", "enum": list(EFFORTS),
                                "description": next((d for d in described if d), "")}
-        timeout = props["timeout_seconds"]
-        for choice in timeout.get("anyOf", [timeout]):
-            if choice.get("type") == "integer":
-                choice["maximum"] = ctx.config.tools.max_timeout_seconds
+        set_maximum(schema, "timeout_seconds", ctx.config.tools.max_timeout_seconds)
         if ctx.config.agent.max_background <= 0:
             props.pop("background", None)
         required = ["prompt"]

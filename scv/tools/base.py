@@ -153,6 +153,15 @@ class ToolSpec(abc.ABC):
                 "schema": self.schema(ctx)}
 
 
+def set_maximum(schema: dict[str, Any], field: str, maximum: int) -> None:
+    """Writes a ceiling that comes from configuration into the integer choice of `field`
+    (an optional field's schema is an anyOf of integer and null)."""
+    prop = schema["properties"][field]
+    for choice in prop.get("anyOf", [prop]):
+        if choice.get("type") == "integer":
+            choice["maximum"] = maximum
+
+
 def short(text: str, limit: int = 400) -> str:
     """A bounded, single-line rendering of a value for approval summaries."""
     flat = json.dumps(text)[1:-1] if ("\n" in text or "\r" in text) else text

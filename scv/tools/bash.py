@@ -6,7 +6,7 @@ import msgspec
 from msgspec import Meta
 
 from scv.errors import RefusedError
-from scv.tools.base import Risk, ToolContext, ToolSpec, short
+from scv.tools.base import Risk, ToolContext, ToolSpec, set_maximum, short
 
 
 class BashArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -41,9 +41,5 @@ class BashTool(ToolSpec):
 
     def schema(self, ctx: ToolContext) -> dict:
         schema = super().schema(ctx)
-        timeout = schema["properties"]["timeout_seconds"]
-        # The ceiling is configuration, so it is set here rather than in the Struct.
-        for option in timeout.get("anyOf", [timeout]):
-            if option.get("type") == "integer":
-                option["maximum"] = ctx.config.tools.max_timeout_seconds
+        set_maximum(schema, "timeout_seconds", ctx.config.tools.max_timeout_seconds)
         return schema

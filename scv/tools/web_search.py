@@ -7,7 +7,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from scv.tools.base import Risk, ToolContext, ToolSpec, short
+from scv.tools.base import Risk, ToolContext, ToolSpec, set_maximum, short
 
 BRAVE_ENDPOINT = "https://api.search.brave.com/res/v1/web/search"
 SEARCH_TIMEOUT_SECONDS = 30
@@ -43,10 +43,7 @@ class WebSearchTool(ToolSpec):
 
     def schema(self, ctx: ToolContext) -> dict:
         schema = super().schema(ctx)
-        count = schema["properties"]["count"]
-        for option in count.get("anyOf", [count]):
-            if option.get("type") == "integer":
-                option["maximum"] = ctx.config.web.max_search_results
+        set_maximum(schema, "count", ctx.config.web.max_search_results)
         return schema
 
     def options(self, ctx: ToolContext) -> dict:
