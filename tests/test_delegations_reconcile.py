@@ -44,9 +44,13 @@ def test_sigkilled_scv_tree_leaves_orphans_the_next_exec_stops(tmp_path, monkeyp
         handle = record["handle"]
         wait_for(lambda: len(tagged_with(handle)) >= 3)
         # Every SCV process at once (supervisor, fork point, workers): nothing is left to clean up.
+        # All are stopped before any is killed, so none sees another die and cleans up first.
         tagged = {p.pid for p in tagged_with(handle)}
         scv_tree = [p for p in psutil.Process(proc.pid).children(recursive=True) if p.pid not in tagged]
-        for victim in [psutil.Process(proc.pid), *scv_tree]:
+        victims = [psutil.Process(proc.pid), *scv_tree]
+        for victim in victims:
+            victim.send_signal(signal.SIGSTOP)
+        for victim in victims:
             victim.send_signal(signal.SIGKILL)
         proc.wait(10)
         time.sleep(0.3)
