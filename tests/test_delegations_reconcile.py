@@ -61,7 +61,7 @@ def test_sigkilled_scv_tree_leaves_orphans_the_next_exec_stops(tmp_path, monkeyp
         done = trivial_exec(tmp_path, workspace)
         assert done.returncode == 0, done.stderr
         assert f"stopped 1 orphaned delegation(s): {handle}" in done.stderr
-        wait_for(lambda: tagged_with(handle) == [], timeout=5)
+        wait_for(lambda: tagged_with(handle) == [])
         assert records_in(scv_home) == []
         status = json.loads(run_scv("status", "--json").stdout)
         assert status["orphans_stopped"] == 1 and status["orphans"] == 0

@@ -32,7 +32,7 @@ def test_a_dead_workers_descendants_reparent_to_the_supervisor_and_are_reaped(tm
         worker.send_signal(signal.SIGKILL)
         # The agent re-parents to the supervisor (the worker was its subreaper; now the supervisor is).
         agent = psutil.Process(record["pid"])
-        wait_for(lambda: agent.ppid() == proc.pid, timeout=5)
+        wait_for(lambda: agent.ppid() == proc.pid)
         out, err = proc.communicate(timeout=30)
         assert "after" in out
         # Stopped (KILL after the grace) and collected by the supervisor: none left, not even a zombie.
