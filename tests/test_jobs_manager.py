@@ -115,3 +115,18 @@ def test_close_cancels_running_jobs():
     jobs.close()
     assert job.status == "cancelled" and job.result["status"] == "cancelled"
     assert session.reports == []                    # a stop nobody is told about in a report
+
+
+def test_jobs_reported_in_turns_are_forgotten_beyond_the_16_newest():
+    jobs, session, runner = make(limit=20)
+    started = [start(jobs, runner, f"r{i}") for i in range(20)]
+    for i, job in enumerate(started):
+        release(f"r{i}")
+        wait_for(lambda: not job.running)
+    reported = []
+    while session.reports:                          # five report turns of four, none read before
+        built = session.reports.pop(0)()
+        reported += [j["job"] for j in built[1]["jobs"]]
+    assert reported == [f"job-{i}" for i in range(1, 21)]
+    assert [j.id for j in jobs.all()] == [f"job-{i}" for i in range(5, 21)]
+    assert not jobs.outstanding()

@@ -120,6 +120,7 @@ class Jobs:
             self.session.queue_report(self._build_report)
 
     def _forget_old(self) -> None:
+        # Only seen jobs are forgotten: an unseen one waits for its report turn, then goes.
         finished = sorted((j for j in self._jobs.values() if not j.running), key=lambda j: j.finished)
         for job in finished[: max(0, len(finished) - REMEMBERED)]:
             if job.seen:
@@ -136,6 +137,7 @@ class Jobs:
             batch, rest = unseen[: report.MAX_JOBS_PER_TURN], unseen[report.MAX_JOBS_PER_TURN:]
             for job in batch:
                 job.seen = job.reported = True
+            self._forget_old()
             if rest and not self.closed:
                 self._report_queued = True
         if rest and not self.closed:
@@ -164,7 +166,9 @@ class Jobs:
         with self._lock:
             if not job.running:
                 job.seen = True
-            return job.describe()
+            described = job.describe()
+            self._forget_old()
+            return described
 
     def wake_on_settle(self, job: Job) -> Cancellation:
         """A cancellation fired when `job` settles (at once if it has); `forget_waiter` it after."""
