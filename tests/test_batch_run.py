@@ -58,7 +58,7 @@ def test_bad_lines_are_reported_by_number_and_nothing_starts(tmp_path, monkeypat
     err = proc.stderr
     assert "has 6 bad line(s); nothing was started" in err
     assert "line 3: not a JSON object" in err
-    assert "line 4: agent "zcode" is not offered" in err
+    assert 'line 4: agent "zcode" is not offered' in err
     assert "line 5: id 'ok' is already used on line 1" in err
     assert "line 6: " in err and "line 7: unknown field 'colour'" in err
     assert "line 8: the field 'id' is missing" in err
