@@ -88,7 +88,7 @@ def test_choosing_the_agent(offer, context):
     assert tool.plan(tool.parse({"prompt": "x", "agent": "claude"}, ctx), ctx).name == "claude"
     assert tool.plan(tool.parse({"prompt": "x", "agent": " "}, ctx), ctx).name == "codex"
     assert refused(ctx, {"prompt": "x", "agent": "zcode"}) == (
-        "agent 'zcode' is not offered in this session; choose one of: claude, codex, dsh")
+        'agent "zcode" is not offered in this session; choose one of: claude, codex, dsh')
     no_default = context('[agent]\nprefer = ["pi"]\n')
     assert refused(no_default, {"prompt": "x"}) == (
         "name the agent: the user prefers none of the agents this session offers ([agent] prefer); "
@@ -96,7 +96,7 @@ def test_choosing_the_agent(offer, context):
 
 
 def test_a_handle_names_its_agent(offer, context):
-    offer("claude", "codex")
+    offer("claude", "codex", "dsh")
     ctx = context()
     state_conversation = None
     from scv.agents.session import agent_session
@@ -107,6 +107,10 @@ def test_a_handle_names_its_agent(offer, context):
     assert refused(ctx, {"prompt": "x", "session": "codex-1", "agent": "claude"}) == (
         "conversation codex-1 belongs to codex, not claude; omit agent to continue it, or omit session to start "
         "a new conversation with claude")
+    # The handle decides first, even when the named agent takes no session at all.
+    assert refused(ctx, {"prompt": "x", "session": "codex-1", "agent": "dsh"}) == (
+        "conversation codex-1 belongs to codex, not dsh; omit agent to continue it, or omit session to start "
+        "a new conversation with dsh")
     assert "not a conversation of this session" in refused(ctx, {"prompt": "x", "session": "thread-1"})
     agent_session(ctx).conversations.begin_turn(state_conversation)
     assert refused(ctx, {"prompt": "x", "session": "codex-1"}).startswith("session busy")

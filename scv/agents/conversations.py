@@ -60,6 +60,10 @@ class Conversations:
         self._by_handle: dict[str, Conversation] = {}
         self._counters: dict[str, int] = {}
 
+    def knows(self, handle: str) -> bool:
+        self.expire()
+        return handle in self._by_handle
+
     def get(self, handle: str) -> Conversation:
         self.expire()
         conversation = self._by_handle.get(handle)

@@ -99,10 +99,12 @@ class AgentTool(ToolSpec):
         requested = blank_to_none(args.agent)
         handle = blank_to_none(args.session)
         conversation = None
-        if handle is not None and requested in offered and not offered[requested].descriptor.takes_session:
-            raise RefusedError(f"{requested} does not take session; these agents do: {_takers(offered, 'session')}. "
-                               "Omit session, or call one of them")
         if handle is not None:
+            # The handle decides first; an agent that cannot take one explains an unknown handle better.
+            if (not state.conversations.knows(handle) and requested in offered
+                    and not offered[requested].descriptor.takes_session):
+                raise RefusedError(f"{requested} does not take session; these agents do: "
+                                   f"{_takers(offered, 'session')}. Omit session, or call one of them")
             conversation = state.conversations.get(handle)
             if requested is not None and requested != conversation.agent:
                 raise RefusedError(f"conversation {handle} belongs to {conversation.agent}, not {requested}; omit "
@@ -117,7 +119,7 @@ class AgentTool(ToolSpec):
                 raise RefusedError("name the agent: the user prefers none of the agents this session offers "
                                    f"([agent] prefer); choose one of: {choices}")
         if name not in offered:
-            raise RefusedError(f"agent {name!r} is not offered in this session; choose one of: {choices}")
+            raise RefusedError(f'agent "{name}" is not offered in this session; choose one of: {choices}')
         chosen = offered[name]
         descriptor = chosen.descriptor
         model, effort, cwd = blank_to_none(args.model), blank_to_none(args.effort), blank_to_none(args.cwd)
