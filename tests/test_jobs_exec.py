@@ -203,3 +203,40 @@ def test_status_of_many_jobs_shares_the_output_limit(tmp_path, monkeypatch, work
     listed = completed(seen, "agent_status")[0]["result"]["jobs"]
     assert [len(job["result"]["reply"].encode()) for job in listed] == [1024, 1024]
     assert all(job["result"]["truncated"] and job["result"]["reply"] == "é" * 512 for job in listed)
+
+
+def test_wait_defaults_to_the_agent_timeout_within_the_ceiling(tmp_path, monkeypatch, workspace, scv_home):
+    setup_fake_home(tmp_path, monkeypatch)
+    (scv_home / "config.toml").write_text("[tools]\nagent_timeout_seconds = 5000\nmax_timeout_seconds = 4000\n")
+    fake_agent(tmp_path, "codex", codex_reply_lines("quick"))
+    listed = run_scv("tools", "--json", "-C", str(workspace))
+    schema = {t["name"]: t for t in json.loads(listed.stdout)["tools"]}["agent_wait"]["schema"]
+    limits = [c.get("maximum") for c in schema["properties"]["timeout_seconds"]["anyOf"] if c["type"] == "integer"]
+    assert limits == [4000]
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [bg("b")]},
+                          {"calls": [{"id": "over", "tool": "agent_wait", "args": {"job": "job-1",
+                                                                                  "timeout_seconds": 4001}},
+                                     {"id": "w", "tool": "agent_wait", "args": {"job": "job-1"}}]},
+                          {"text": "ok"})
+    proc = run_scv("exec", "--script", str(script), "--json", AUTO, "-C", str(workspace))
+    assert proc.returncode == 0, proc.stderr
+    seen = events(proc.stdout)
+    over, waited = completed(seen, "agent_wait")
+    assert over["result"]["refused"] and "over the ceiling of 4000 seconds" in over["result"]["error"]
+    summaries = [e["summary"] for e in seen if e["type"] == "tool.started" and e["tool"] == "agent_wait"]
+    assert summaries[1] == "wait up to 4000 s for background job job-1"
+    assert waited["ok"] and waited["result"]["status"] == "completed"
+    assert waited["result"]["result"]["reply"] == "quick"
+
+
+def test_a_background_call_is_refused_when_jobs_are_off(tmp_path, monkeypatch, workspace, scv_home):
+    setup_fake_home(tmp_path, monkeypatch)
+    (scv_home / "config.toml").write_text("[agent]\nmax_background = 0\n")
+    calls = fake_agent(tmp_path, "codex", "exit 0\n")
+    script = write_script(tmp_path / "s.jsonl", {"calls": [bg("b")]}, {"text": "ok"})
+    proc = run_scv("exec", "--script", str(script), "--json", AUTO, "-C", str(workspace))
+    assert proc.returncode == 0, proc.stderr
+    refused = completed(events(proc.stdout), "agent")[0]["result"]
+    assert refused["refused"] and "background jobs are off (agent.max_background = 0)" in refused["error"]
+    assert calls.calls() == []          # no job, no agent

@@ -15,7 +15,7 @@ from msgspec import Meta
 from scv.errors import RefusedError
 from scv.jobs.manager import check_handle, find_job
 from scv.jobs.wake import until_settled
-from scv.tools.base import Risk, ToolContext, ToolSpec
+from scv.tools.base import Risk, ToolContext, ToolSpec, set_maximum
 from scv.tools.agent import AgentTool
 
 WAKE_MARGIN_SECONDS = 5.0      # the call's deadline lies past the wait itself
@@ -45,8 +45,15 @@ class AgentWaitTool(ToolSpec):
     def enabled(self, ctx: ToolContext) -> bool:
         return jobs_enabled(ctx)
 
+    def schema(self, ctx: ToolContext) -> dict[str, Any]:
+        schema = super().schema(ctx)
+        set_maximum(schema, "timeout_seconds", ctx.config.tools.max_timeout_seconds)
+        return schema
+
     def _seconds(self, args: AgentWaitArgs, ctx: ToolContext) -> int:
-        return args.timeout_seconds or ctx.config.tools.agent_timeout_seconds
+        tools = ctx.config.tools
+        # The default is the agent timeout, but no wait runs past the ceiling.
+        return min(args.timeout_seconds or tools.agent_timeout_seconds, tools.max_timeout_seconds)
 
     def check(self, args: AgentWaitArgs, ctx: ToolContext) -> None:
         ceiling = ctx.config.tools.max_timeout_seconds
