@@ -358,3 +358,22 @@ def test_an_agent_gone_since_the_session_started_gets_a_fallback(agents, make_ru
     assert value["status"] == "failed" and "is no longer an executable file" in value["error"]
     assert "Other agents are available: codex." in value["fallback"]
     assert "session" not in value
+
+
+def test_handles_and_markers_end_with_the_session(agents, workspace, scv_home, tmp_path):
+    """A live conversation's marker exists while the session runs and goes when it closes."""
+    from tests.conftest import run_scv
+    from tests.delegation_fakes import events, write_script
+    agents("codex").replay("codex", "resume_0_first")
+    markers = scv_home / "state" / "conversations"
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [{"id": "a", "tool": "agent", "args": {"agent": "codex", "prompt": "hi"}}]},
+                          {"calls": [{"id": "l", "tool": "bash", "args": {"command": f"ls {markers}"}}]},
+                          {"text": "done"})
+    proc = run_scv("exec", "--script", str(script), "--json", "--auto-approve", "-C", str(workspace))
+    assert proc.returncode == 0, proc.stderr
+    seen = events(proc.stdout)
+    done = {e["tool"]: e["result"] for e in seen if e["type"] == "tool.completed"}
+    assert done["agent"]["session"] == "codex-1"
+    assert "01a23691-2d39-76f3-96e6-26722adb2aab" in done["bash"]["output"]
+    assert markers.is_dir() and not list(markers.iterdir())

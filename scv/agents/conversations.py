@@ -59,6 +59,7 @@ class Conversations:
         self.clock = clock
         self._by_handle: dict[str, Conversation] = {}
         self._counters: dict[str, int] = {}
+        self.closed = False
 
     def knows(self, handle: str) -> bool:
         self.expire()
@@ -101,6 +102,10 @@ class Conversations:
         # BUSY -> IDLE
         conversation.busy = False
         conversation.last_used = self.clock()
+        if self.closed:
+            # The session ended while this turn ran (a cancelled background job): nothing continues it.
+            self.forget(conversation.handle)
+            return False
         if vendor_id and conversation.vendor_id is None:
             conversation.vendor_id = vendor_id
             write_marker(self.markers, vendor_id, conversation.handle, conversation.agent)
@@ -127,7 +132,8 @@ class Conversations:
                 self.forget(conversation.handle)
 
     def close(self) -> None:
-        """The SCV session ends: its handles end with it."""
+        """The SCV session ends: its handles end with it, and so do their markers."""
+        self.closed = True
         for handle in list(self._by_handle):
             self.forget(handle)
 

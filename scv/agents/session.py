@@ -20,6 +20,16 @@ class AgentSession:
     session_id: str = field(default_factory=lambda: f"s-{secrets.token_hex(4)}")
     # Calls between worker_args() and complete(), by id of their Args: the conversation each runs.
     running: dict[int, Conversation | None] = field(default_factory=dict)
+    closes_with_session: bool = False
+
+
+def _close_with_the_session(ctx: ToolContext, state: AgentSession) -> None:
+    """Handles end with the SCV session. The session registers itself in `session_state` only
+    after building its registry (which already asks for this state), so this is retried on each use."""
+    session: Any = ctx.session_state.get("scv.session")
+    if session is not None and not state.closes_with_session:
+        state.closes_with_session = True
+        session.add_close_hook(state.conversations.close)
 
 
 def agent_session(ctx: ToolContext) -> AgentSession:
@@ -32,4 +42,5 @@ def agent_session(ctx: ToolContext) -> AgentSession:
                                                          settings.conversation_idle_seconds,
                                                          home / "state" / "conversations"))
         ctx.session_state[STATE_KEY] = state
+    _close_with_the_session(ctx, state)
     return state
