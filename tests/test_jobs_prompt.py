@@ -1,5 +1,6 @@
 """Delegate first: with background jobs on, the system prompt asks the main agent to stay
-available and hand real work to background jobs; with them off (or no agent on offer) it does not."""
+available and hand real work to background jobs; with them off it only asks for self-contained
+briefs, and with no agent on offer it says nothing of delegating."""
 
 from scv.config import load_config
 from scv.prompt import system_prompt
@@ -23,3 +24,5 @@ def test_background_guidance_follows_the_setting(tmp_path, monkeypatch, workspac
     (scv_home / "config.toml").write_text("[agent]\nmax_background = 0\n")
     off = prompt_for(workspace)
     assert "## Delegating work" in off and "## Working in the background" not in off
+    assert "self-contained brief" in off            # without jobs the section only asks for that
+    assert "[SCV background report]" not in off and "agent_wait" not in off

@@ -75,6 +75,8 @@ def delegating_section(config: Config, offered: dict[str, Descriptor]) -> str:
         "work matches an agent's note below. " + choose,
         "Agents on offer:",
         *lines,
+        "The agent knows nothing of this conversation but the prompt, so give it a self-contained brief: the "
+        "goal, the files and facts it needs, and what a finished result looks like.",
         "A result's `session` handle continues that conversation with the agent's own context; pass it back "
         "as `session` (no `agent` needed). Set `model` and `effort` only when the user asks or the work matches "
         "a note's defaults. When a result has a `fallback` or a `note`, follow it. Tell the user what a "
