@@ -242,3 +242,39 @@ def test_a_busy_conversation_is_never_evicted(tmp_path):
     with pytest.raises(RefusedError) as info:
         book.begin_turn(busy)
     assert str(info.value).startswith("session busy")
+
+
+def test_claude_progress_lines():
+    lines = []
+    parser = ClaudeStreamParser(lines.append)
+
+    def assistant(*parts):
+        parser.line(json.dumps({"type": "assistant", "message": {"content": list(parts)}}).encode())
+
+    assistant({"type": "text", "text": "\nLooking at the tests first.\nThen the fix."},
+              {"type": "tool_use", "name": "Bash", "input": {"command": "pytest -q"}})
+    assistant({"type": "tool_use", "name": "Edit", "input": {"file_path": "/w/proj/src/app.py"}},
+              {"type": "tool_use", "name": "WebSearch", "input": {"query": "msgspec decode_lines"}},
+              {"type": "tool_use", "name": "WebFetch", "input": {"url": "https://docs.x.org/a/b?token=1"}},
+              {"type": "tool_use", "name": "Grep", "input": {"pattern": "TODO", "path": "src"}},
+              {"type": "tool_use", "name": "TodoWrite", "input": {"todos": ["secret plan"]}})
+    parser.line(json.dumps({"type": "user", "message": {"content": [
+        {"type": "tool_result", "content": "COMMAND OUTPUT"}]}}).encode())
+    assert lines == ["Looking at the tests first.", "$ pytest -q", "Edit /w/proj/src/app.py",
+                     "search: msgspec decode_lines", "fetch https://docs.x.org/a/b?token=1", "Grep", "TodoWrite"]
+
+
+def test_pi_progress_lines():
+    lines = []
+    parser = PiJsonParser(lines.append)
+    for event in [
+        {"type": "tool_execution_start", "toolName": "bash", "args": {"command": "make"}},
+        {"type": "tool_execution_update", "toolName": "bash", "partialResult": "OUTPUT"},
+        {"type": "tool_execution_end", "toolName": "bash", "isError": True, "result": {"content": "OUTPUT"}},
+        {"type": "tool_execution_start", "toolName": "read", "args": {"path": "src/main.py"}},
+        {"type": "tool_execution_start", "toolName": "grep", "args": {"pattern": "password"}},
+        {"type": "tool_execution_start", "toolName": "web_lookup", "args": {"q": "x"}},
+        {"type": "tool_execution_end", "toolName": "read", "isError": False},
+    ]:
+        parser.line(json.dumps(event).encode())
+    assert lines == ["$ make", "bash failed", "read src/main.py", "grep", "web_lookup"]

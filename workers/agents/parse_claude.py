@@ -47,9 +47,7 @@ def _tool_line(name: str, tool_input: Any) -> str:
         return f"search: {args.get('query', '')}"
     if name == "WebFetch":
         return f"fetch {args.get('url', '')}"
-    if name in ("Grep", "Glob"):
-        return f"{name} {args.get('pattern', '')}".strip()
-    return name
+    return name             # the spec: the tool name otherwise (a Grep pattern is not a file)
 
 
 class ClaudeStreamParser(StreamParser):

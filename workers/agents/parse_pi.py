@@ -36,7 +36,8 @@ def _tool_line(name: str, args: Any) -> str:
     if name == "bash":
         return f"$ {args.get('command', '')}"
     if name in FILE_TOOLS:
-        return f"{name} {args.get('path') or args.get('file_path') or args.get('pattern') or ''}".strip()
+        target = args.get("path") or args.get("file_path")
+        return f"{name} {target}" if isinstance(target, str) and target.strip() else name
     return name
 
 
