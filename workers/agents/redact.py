@@ -1,7 +1,7 @@
 """Redaction of progress lines: a display heuristic, not a guarantee.
 
-Paths keep their last two components, URLs lose their query and fragment, and values that look
-like credentials (Bearer tokens, NAME=value or --name value where the name mentions a key,
+Paths keep their last two components, URLs lose their query, fragment and user information, and
+values that look like credentials (Bearer tokens, NAME=value or --name value where the name mentions a key,
 token, secret or password, and well-known token prefixes) become `…`.
 """
 
@@ -11,9 +11,13 @@ MAX_LINE = 200
 HIDDEN = "…"
 
 _SECRET_NAME = re.compile(r"(key|token|secret|passw|pwd|auth|credential|cookie|session)", re.IGNORECASE)
-_TOKEN_PREFIXES = re.compile(
-    r"^['\"]?(sk-|sk_|pk_live|rk_live|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|xox[abprs]-|AKIA|ASIA|AIza|"
-    r"xai-|hf_|npm_|pypi-|ya29\.|eyJ[A-Za-z0-9_-]{10,}\.)")
+_PREFIXES = (r"(?:sk-|sk_|pk_live|rk_live|ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|xox[abprs]-|AKIA|ASIA|AIza|"
+             r"xai-|hf_|npm_|pypi-|ya29\.|eyJ[A-Za-z0-9_-]{10,}\.)")
+_TOKEN_PREFIXES = re.compile(r"^['\"]?" + _PREFIXES)
+# A well-known token inside a word, after `=`, `:` or a quote (FOO=ghp_…, "X-Key:sk-…").
+_EMBEDDED = re.compile(r"(?P<lead>[=:'\"])" + _PREFIXES + r"[^\s'\",;&]*")
+# The user information of a URL (https://user:password@host, https://<token>@host).
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/\s@?#]+@")
 _ASSIGN = re.compile(r"^(?P<name>-{0,2}[A-Za-z_][A-Za-z0-9_.-]*)=(?P<value>.+)$")
 _URL = re.compile(r"(?P<base>[A-Za-z][A-Za-z0-9+.-]*://[^\s?#]*)[?#]\S*")
 
@@ -38,7 +42,9 @@ def _token(token: str, previous: str) -> str:
         return f"{assign.group('name')}={HIDDEN}"
     if _TOKEN_PREFIXES.match(token):
         return HIDDEN
+    token = _EMBEDDED.sub(lambda m: m.group("lead") + HIDDEN, token)
     if "://" in token:
+        token = _USERINFO.sub(lambda m: m.group("scheme") + HIDDEN + "@", token)
         return _URL.sub(lambda m: m.group("base"), token)
     if "/" in token:
         return _path(token)
