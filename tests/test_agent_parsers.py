@@ -169,6 +169,19 @@ def test_progress_throttle_twice_a_second():
     assert sent == ["$ one", "$ three", "$ five …/to/file.txt"]
 
 
+def test_progress_throttle_asks_to_be_woken_for_a_waiting_line():
+    now, sent, wakes = [10.0], [], []
+    throttle = ProgressThrottle(sent.append, clock=lambda: now[0], wake=wakes.append)
+    throttle.offer("$ one")
+    assert sent == ["$ one"] and wakes == []
+    now[0] = 10.2
+    throttle.offer("$ two")
+    assert sent == ["$ one"] and wakes == [pytest.approx(0.3)]
+    now[0] = 10.5
+    throttle.flush()                            # what the run calls when woken
+    assert sent == ["$ one", "$ two"]
+
+
 def test_bound_and_tail_cut_on_character_boundaries():
     assert bound("ab", 10) == ("ab", False)
     assert bound("é" * 10, 5) == ("éé", True)

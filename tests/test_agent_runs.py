@@ -377,3 +377,31 @@ def test_handles_and_markers_end_with_the_session(agents, workspace, scv_home, t
     assert done["agent"]["session"] == "codex-1"
     assert "01a23691-2d39-76f3-96e6-26722adb2aab" in done["bash"]["output"]
     assert markers.is_dir() and not list(markers.iterdir())
+
+
+def test_a_held_back_progress_line_goes_out_while_the_cli_is_quiet(agents, make_runner, tmp_path):
+    """Two commands start within half a second: the second line waits for the interval, and is
+    forwarded then, while the CLI prints nothing more (it waits to see that line arrive)."""
+    import json
+    import shlex
+    flag = tmp_path / "second-seen"
+
+    def started(command: str) -> str:
+        return shlex.quote(json.dumps({"type": "item.started", "item": {"type": "command_execution",
+                                                                        "command": command}}))
+    reply = shlex.quote('{"type":"item.completed","item":{"type":"agent_message","text":"%s"}}\n')
+    agents("codex").write(
+        f"printf '%s\\n' {started('make first')} {started('make second')}\n"
+        f"for i in $(seq 1 400); do [ -e {flag} ] && break; sleep 0.05; done\n"
+        f"if [ -e {flag} ]; then r=seen; else r=never; fi\n"
+        f"printf {reply} \"$r\"\n"
+        "echo '{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}'\n")
+    lines = []
+
+    def on_progress(line: str) -> None:
+        lines.append(line)
+        if line == "$ make second":
+            flag.touch()
+    ok, value = call(make_runner(), {"agent": "codex", "prompt": "build"}, on_progress=on_progress)
+    assert ok and value["reply"] == "seen", value
+    assert lines == ["$ make first", "$ make second"]

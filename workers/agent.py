@@ -82,12 +82,12 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
 def _run(args, ctx, descriptor, argv, cwd, env, run, outfile) -> dict:
     agent = descriptor.name
     call = ctx.call
-    throttle = ProgressThrottle(ctx.progress)
+    token = ResultGraceToken(ctx.token)
+    throttle = ProgressThrottle(ctx.progress, wake=lambda delay: token.wake_in(delay, throttle.flush))
     parser_class = PARSERS.get(descriptor.output_format)
     parser = parser_class(throttle.offer) if parser_class else None
     splitter = LineSplitter(parser.lines) if parser else None
     stdout, stderr = Head(call.output_limit_bytes), Tail(2048)
-    token = ResultGraceToken(ctx.token)
     pids: list[int] = []
 
     def on_stdout(chunk: bytes) -> None:

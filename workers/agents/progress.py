@@ -1,7 +1,8 @@
 """Progress lines from an agent run: redacted, and forwarded at most twice a second.
 
-Lines offered within the interval wait; the newest waiting line goes out with the next line that
-arrives once the interval has passed (a status display wants the latest state, not a backlog).
+Lines offered within the interval wait; the newest waiting line goes out once the interval has
+passed (a status display wants the latest state, not a backlog). `wake(delay)` asks the run to
+call `flush()` again after `delay` seconds, so a waiting line is not held while the CLI is quiet.
 """
 
 import time
@@ -14,8 +15,9 @@ INTERVAL_SECONDS = 0.5
 
 class ProgressThrottle:
     def __init__(self, send: Callable[[str], None], interval: float = INTERVAL_SECONDS,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, wake: Callable[[float], None] | None = None):
         self._send = send
+        self._wake = wake
         self._interval = interval
         self._clock = clock
         self._last: float | None = None
@@ -34,6 +36,8 @@ class ProgressThrottle:
             return
         now = self._clock()
         if self._last is not None and now - self._last < self._interval:
+            if self._wake is not None:
+                self._wake(self._interval - (now - self._last))
             return
         text, self._pending = self._pending, None
         self._last = now
