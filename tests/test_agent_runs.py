@@ -280,6 +280,18 @@ def test_reply_bounded_on_a_character_boundary(agents, make_runner, write_config
     assert value["reply"] == "é" * 512
 
 
+def test_stderr_keeps_its_last_2_kib_and_a_cut_counts_as_truncated(agents, make_runner):
+    agents("codex").replay("codex", "text", before="for i in $(seq 1 300); do echo \"noise line $i\" >&2; done")
+    ok, value = call(make_runner(), {"agent": "codex", "prompt": "hi"})
+    assert ok and value["reply"] == "hi from fake"
+    tail = value["stderr_tail"]
+    assert len(tail.encode()) == 2048 and tail.endswith("Reading additional input from stdin...\n")
+    assert "noise line 1\n" not in tail and value["truncated"] is True
+    agents("codex").replay("codex", "text")
+    ok, quiet = call(make_runner(), {"agent": "codex", "prompt": "hi"})
+    assert ok and quiet["truncated"] is False and quiet["stderr_tail"].endswith("from stdin...\n")
+
+
 def test_structured_stream_without_json_falls_back_to_text(agents, make_runner):
     agents("claude").write("echo 'plain words'\n")
     ok, value = call(make_runner(), {"agent": "claude", "prompt": "hi"})

@@ -131,7 +131,8 @@ def _run(args, ctx, descriptor, argv, cwd, env, run, outfile) -> dict:
                       limit_bytes=call.output_limit_bytes, timeout_seconds=call.timeout_seconds)
     result = {"agent": agent, "status": decision.status, "reply": decision.reply,
               "usage": parser.report.usage if parser else None, "exit_code": outcome.exit_code,
-              "stderr_tail": stderr.text(), "truncated": decision.truncated,
+              # `truncated` says whether anything was cut: the reply, the error, or stderr's head.
+              "stderr_tail": stderr.text(), "truncated": decision.truncated or stderr.total > stderr.limit,
               "_cwd": cwd, "_available": decision.available}
     if parser is not None and parser.report.vendor_session:
         result["_vendor_session"] = parser.report.vendor_session
