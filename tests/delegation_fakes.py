@@ -14,9 +14,12 @@ from tests.agent_fakes import CAPTURES, install
 CODEX_REPLY = CAPTURES / "codex" / "resume_0_first.jsonl"     # replies "hi from fake"
 
 
-def codex_reply_lines(text: str) -> str:
-    """Bash that prints a codex --json run whose reply is `text`."""
-    events = [{"type": "thread.started", "thread_id": "01a23691-2d39-76f3-96e6-26722adb2aab"},
+CODEX_THREAD = "01a23691-2d39-76f3-96e6-26722adb2aab"
+
+
+def codex_reply_lines(text: str, thread: str = CODEX_THREAD) -> str:
+    """Bash that prints a codex --json run whose reply is `text` (`thread` may use `$$`)."""
+    events = [{"type": "thread.started", "thread_id": thread},
               {"type": "item.completed", "item": {"id": "item_0", "type": "agent_message", "text": text}},
               {"type": "turn.completed", "usage": {"input_tokens": 1, "output_tokens": 1}}]
     return "\n".join(f"printf '%s\\n' {json.dumps(json.dumps(e))}" for e in events) + "\n"
@@ -68,6 +71,12 @@ def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05):
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout} s waiting for {predicate}")
+
+
+def conversation_markers(home: Path) -> Path:
+    """Where a job's conversation leaves its marker when its result reaches the session: a bash
+    step that waits for markers waits until the supervisor has taken the jobs' results."""
+    return home / "state" / "conversations"
 
 
 def records_in(home: Path) -> list[dict]:

@@ -29,10 +29,17 @@ def test_a_dead_workers_descendants_reparent_to_the_supervisor_and_are_reaped(tm
         left = wait_for(lambda: [p for p in tagged_with(record["handle"])] if len(tagged_with(record["handle"])) >= 3
                         else None)
         worker = psutil.Process(record["pid"]).parent()
-        worker.send_signal(signal.SIGKILL)
-        # The agent re-parents to the supervisor (the worker was its subreaper; now the supervisor is).
         agent = psutil.Process(record["pid"])
-        wait_for(lambda: agent.ppid() == proc.pid)
+        # The supervisor is frozen while the worker dies, so it cannot stop (and collect) the
+        # agent before the test sees where the agent went; the kernel re-parents it all the same.
+        supervisor = psutil.Process(proc.pid)
+        supervisor.send_signal(signal.SIGSTOP)
+        try:
+            worker.send_signal(signal.SIGKILL)
+            # The agent re-parents to the supervisor (the worker was its subreaper; now the supervisor is).
+            wait_for(lambda: agent.ppid() == proc.pid)
+        finally:
+            supervisor.send_signal(signal.SIGCONT)
         out, err = proc.communicate(timeout=30)
         assert "after" in out
         # Stopped (KILL after the grace) and collected by the supervisor: none left, not even a zombie.
@@ -50,4 +57,4 @@ def test_collect_orphans_reaps_only_processes_outside_its_own_group(supervisor):
     wait_for(lambda: psutil.Process(own.pid).status() == psutil.STATUS_ZOMBIE and
              psutil.Process(adopted.pid).status() == psutil.STATUS_ZOMBIE)
     assert supervisor.collect_orphans() == [adopted.pid]
-    assert own.wait(5) == 0                         # still this process's to collect, with its status
+    assert own.wait(20) == 0                         # still this process's to collect, with its status

@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 from tests.conftest import run_scv, scv_env
-from tests.delegation_fakes import (codex_reply_lines, events, fake_agent, gone, setup_fake_home, wait_for,
-                                    write_script)
+from tests.delegation_fakes import (CODEX_THREAD, codex_reply_lines, conversation_markers, events, fake_agent, gone,
+                                    setup_fake_home, wait_for, write_script)
 
 AUTO = "--auto-approve"
 
@@ -23,14 +23,15 @@ def completed(seen: list[dict], tool: str) -> list[dict]:
     return [e for e in seen if e["type"] == "tool.completed" and e["tool"] == tool]
 
 
-def test_job_finishing_while_the_session_is_busy_is_reported_after(tmp_path, monkeypatch, workspace):
+def test_job_finishing_while_the_session_is_busy_is_reported_after(tmp_path, monkeypatch, workspace, scv_home):
     setup_fake_home(tmp_path, monkeypatch)
-    fake_agent(tmp_path, "codex", codex_reply_lines("the job's answer") + "touch agent-finished\n")
+    fake_agent(tmp_path, "codex", codex_reply_lines("the job's answer"))
+    marker = conversation_markers(scv_home) / CODEX_THREAD
     script = write_script(tmp_path / "s.jsonl",
                           {"calls": [bg("b")]},
-                          # Busy until the job has certainly finished, and a little longer.
+                          # Busy until the session has taken the job's result, and a little longer.
                           {"calls": [{"id": "w", "tool": "bash", "args": {
-                              "command": "while [ ! -e agent-finished ]; do sleep 0.05; done; sleep 0.5"}}]},
+                              "command": f"while [ ! -e {marker} ]; do sleep 0.05; done; sleep 0.5"}}]},
                           {"text": "started {{b.job}}"},
                           {"text": "the job said hello"})
     proc = run_scv("exec", "--script", str(script), "--json", AUTO, "-C", str(workspace))
@@ -47,7 +48,6 @@ def test_job_finishing_while_the_session_is_busy_is_reported_after(tmp_path, mon
     origin = {"kind": "background", "jobs": [{"job": "job-1", "agent": "codex", "status": "completed"}]}
     assert report["origin"] == origin and seen[-1]["origin"] == origin
     assert seen[-1]["reply"] == "the job said hello"
-    (workspace / "agent-finished").unlink()
     plain = run_scv("exec", "--script", str(script), AUTO, "-C", str(workspace))
     assert plain.returncode == 0, plain.stderr
     assert plain.stdout.splitlines() == ["started job-1", "the job said hello"]    # the report is printed too
@@ -56,13 +56,17 @@ def test_job_finishing_while_the_session_is_busy_is_reported_after(tmp_path, mon
 def test_wait_and_status_show_results_so_no_report_follows(tmp_path, monkeypatch, workspace):
     setup_fake_home(tmp_path, monkeypatch)
     started = '{"type":"item.started","item":{"id":"c","type":"command_execution","command":"make test"}}'
-    fake_agent(tmp_path, "codex", f"printf '%s\\n' '{started}'\ntouch agent-progressed\nsleep 0.8\n"
-               + codex_reply_lines("waited for"))
+    # The job runs until the script releases it, so it is certainly running when asked about.
+    fake_agent(tmp_path, "codex", f"printf '%s\\n' '{started}'\ntouch agent-progressed\n"
+               "while [ ! -e release ]; do sleep 0.05; done\n" + codex_reply_lines("waited for"))
     script = write_script(tmp_path / "s.jsonl",
                           {"calls": [bg("b")]},
                           {"calls": [{"id": "p", "tool": "bash", "args": {
-                              "command": "while [ ! -e agent-progressed ]; do sleep 0.05; done; sleep 0.2"}}]},
+                              "command": "while [ ! -e agent-progressed ]; do sleep 0.05; done; sleep 1"}}]},
+                          {"calls": [{"id": "short", "tool": "agent_wait",
+                                      "args": {"job": "job-1", "timeout_seconds": 1}}]},
                           {"calls": [{"id": "s", "tool": "agent_status", "args": {}}]},
+                          {"calls": [{"id": "r", "tool": "bash", "args": {"command": "touch release"}}]},
                           {"calls": [{"id": "w", "tool": "agent_wait",
                                       "args": {"job": "job-1", "timeout_seconds": 30}}]},
                           {"calls": [{"id": "one", "tool": "agent_status", "args": {"job": "job-1"}},
@@ -72,15 +76,18 @@ def test_wait_and_status_show_results_so_no_report_follows(tmp_path, monkeypatch
     proc = run_scv("exec", "--script", str(script), "--json", AUTO, "-C", str(workspace))
     assert proc.returncode == 0, proc.stderr
     seen = events(proc.stdout)
+    waits = completed(seen, "agent_wait")
+    timed_out = waits[0]["result"]          # the wait's timeout passed: running, with the latest progress
+    assert waits[0]["ok"] and timed_out["status"] == "running" and timed_out["progress"] == "$ make test"
+    assert "result" not in timed_out and timed_out["elapsed_seconds"] >= 1
     listing = completed(seen, "agent_status")[0]["result"]
     assert [(j["job"], j["status"]) for j in listing["jobs"]] == [("job-1", "running")]
     assert listing["jobs"][0]["progress"] == "$ make test"        # its latest progress line
-    waits = completed(seen, "agent_wait")
-    waited = waits[0]["result"]
+    waited = waits[1]["result"]
     assert waited["job"] == "job-1" and waited["status"] == "completed" and waited["agent"] == "codex"
-    assert waited["result"]["reply"] == "waited for" and waited["elapsed_seconds"] >= 0.8
+    assert waited["result"]["reply"] == "waited for" and waited["elapsed_seconds"] >= 2
     assert completed(seen, "agent_status")[1]["result"]["result"]["reply"] == "waited for"
-    assert not waits[1]["ok"] and "no background job 'job-7'" in waits[1]["result"]["error"]
+    assert not waits[2]["ok"] and "no background job 'job-7'" in waits[2]["result"]["error"]
     assert "is not a job handle" in completed(seen, "agent_status")[2]["result"]["error"]
     assert len([e for e in seen if e["type"] == "turn.started"]) == 1       # seen results: no report turn
 
@@ -107,7 +114,8 @@ def test_cancel_stops_a_job_that_ignores_term(tmp_path, monkeypatch, workspace):
     assert second["status"] == "cancelled" and "had already finished" in second["note"]
     assert len([e for e in seen if e["type"] == "turn.started"]) == 1       # the model asked: no report
     started = [int(line) for line in pids.read_text().split()]
-    assert len(started) == 3 and gone(started)
+    assert len(started) == 3
+    wait_for(lambda: gone(started))
 
 
 def test_the_limit_refuses_a_start_before_approval(tmp_path, monkeypatch, workspace, scv_home):
@@ -142,11 +150,14 @@ def test_jobs_off_hides_the_tools(tmp_path, monkeypatch, workspace, scv_home):
 def test_five_jobs_are_reported_four_per_turn(tmp_path, monkeypatch, workspace, scv_home):
     setup_fake_home(tmp_path, monkeypatch)
     (scv_home / "config.toml").write_text("[agent]\nmax_background = 5\n")
-    fake_agent(tmp_path, "codex", codex_reply_lines("fine") + "touch \"done-$$\"\n")
+    fake_agent(tmp_path, "codex", codex_reply_lines("fine", thread="thread-$$"))
+    markers = conversation_markers(scv_home)
     script = write_script(tmp_path / "s.jsonl",
                           {"calls": [bg(f"b{i}") for i in range(5)]},
+                          # Busy until the session has all five results, so one report turn takes four.
                           {"calls": [{"id": "w", "tool": "bash", "args": {
-                              "command": "while [ $(ls | grep -c '^done-') -lt 5 ]; do sleep 0.05; done; sleep 0.5"}}]},
+                              "command": f"while [ $(ls {markers} 2>/dev/null | grep -c '^thread-') -lt 5 ]; do "
+                                         "sleep 0.05; done; sleep 0.5"}}]},
                           {"text": "five started"}, {"text": "four reported"}, {"text": "one reported"})
     proc = run_scv("exec", "--script", str(script), "--json", AUTO, "-C", str(workspace))
     assert proc.returncode == 0, proc.stderr
@@ -170,7 +181,7 @@ def test_sigterm_closes_the_session_and_stops_running_jobs(tmp_path, monkeypatch
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 143, err
         assert "started" in out
-        assert gone([int(p) for p in pids.read_text().split()])
+        wait_for(lambda: gone([int(p) for p in pids.read_text().split()]))
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -99,7 +99,7 @@ def test_closing_the_session_stops_running_jobs(tmp_path, monkeypatch, workspace
         started = [int(p) for p in pids.read_text().split()]
         assert not gone(started)
         client.call("session.close", {})
-        assert gone(started)
+        wait_for(lambda: gone(started))
         assert client.proc.poll() is None       # the server itself carries on
     finally:
         client.stop()
