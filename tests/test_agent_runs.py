@@ -417,3 +417,20 @@ def test_a_held_back_progress_line_goes_out_while_the_cli_is_quiet(agents, make_
     ok, value = call(make_runner(), {"agent": "codex", "prompt": "build"}, on_progress=on_progress)
     assert ok and value["reply"] == "seen", value
     assert lines == ["$ make first", "$ make second"]
+
+
+def test_a_run_that_raises_does_not_leave_its_conversation_busy(agents, make_runner):
+    claude = agents("claude")
+    claude.replay("claude", "resume_turn1")
+    runner = make_runner()
+    ok, first = call(runner, {"agent": "claude", "prompt": "say hi"})
+    assert ok and first["session"] == "claude-1"
+    claude.replay("claude", "tool_bash_default_perms")
+
+    def broken_client(line: str) -> None:
+        raise ConnectionResetError("the client went away")
+    with pytest.raises(ConnectionResetError):
+        call(runner, {"session": "claude-1", "prompt": "run echo"}, on_progress=broken_client)
+    claude.replay("claude", "resume_turn2")
+    ok, again = call(runner, {"session": "claude-1", "prompt": "and again"})
+    assert ok and again["session"] == "claude-1", again

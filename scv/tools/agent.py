@@ -8,6 +8,7 @@ in a private field that `complete()` records and removes. The backend today is t
 once per turn (`workers/agent.py`); the model sees this one schema whichever backend runs.
 """
 
+import contextlib
 import json
 import os
 import secrets
@@ -237,6 +238,20 @@ class AgentTool(ToolSpec):
             "conversation": conversation.handle if conversation is not None else None,
             "turn": conversation.turns + 1 if conversation is not None else None,
         }
+
+    @contextlib.contextmanager
+    def listen(self, args: AgentArgs, ctx: ToolContext, cancel: Any):
+        """A run that raises instead of returning a result (no `complete()`) still ends its turn,
+        so its conversation is not left busy for good."""
+        try:
+            yield cancel
+        except BaseException:
+            state = agent_session(ctx)
+            conversation = state.running.pop(id(args), None)
+            if conversation is not None:
+                # BUSY -> IDLE (a first turn that reported no session is forgotten)
+                state.conversations.end_turn(conversation, None, None)
+            raise
 
     def complete(self, args: AgentArgs, ok: bool, value: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         state = agent_session(ctx)
