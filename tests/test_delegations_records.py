@@ -96,3 +96,19 @@ def test_records_skip_symlinks_and_garbage(scv_home, tmp_path):
     assert records.all_records(scv_home) == []
     listed = run_scv("agents", "ps", "--all", "--json")
     assert json.loads(listed.stdout) == {"delegations": []}
+
+
+def test_folders_made_for_a_record_are_0700(tmp_path):
+    home = tmp_path / "fresh-home"
+    record = records.Record(handle="codex-abcdef", parent="i/s-1/codex-abcdef", agent="codex", session="s-1",
+                            cwd="/", depth=1, pid=1, pid_start=1.0, owner_pid=1, owner_start=1.0,
+                            started_unix=1.0)
+    old = os.umask(0o022)
+    try:
+        path = records.write(home, record)
+    finally:
+        os.umask(old)
+    for folder in (home, home / "state", home / "state" / "delegations"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert records.read(home, "codex-abcdef") == record

@@ -59,7 +59,17 @@ def check_handle(handle: str) -> str:
 
 
 def ensure_folder(path: Path) -> None:
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """`path` as a 0700 folder; any folder created on the way (such as `state/`) is 0700 too."""
+    missing = []
+    for folder in (path, *path.parents):
+        if folder.exists():
+            break
+        missing.append(folder)
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:     # another SCV process made it meanwhile
+            pass
     os.chmod(path, 0o700)
 
 
