@@ -26,3 +26,13 @@ def test_background_guidance_follows_the_setting(tmp_path, monkeypatch, workspac
     assert "## Delegating work" in off and "## Working in the background" not in off
     assert "self-contained brief" in off            # without jobs the section only asks for that
     assert "[SCV background report]" not in off and "agent_wait" not in off
+
+
+def test_the_section_names_the_users_preference_in_order(tmp_path, monkeypatch, workspace, scv_home):
+    setup_fake_home(tmp_path, monkeypatch)
+    fake_agent(tmp_path, "codex", "exit 0\n")
+    fake_agent(tmp_path, "claude", "exit 0\n")
+    (scv_home / "config.toml").write_text('[agent]\nprefer = ["claude", "codex"]\n')
+    text = prompt_for(workspace)
+    assert "The user prefers, in order: claude, codex. A call that names no agent runs on claude" in text
+    assert "- codex (Codex)" in text and "- claude (Claude Code)" in text

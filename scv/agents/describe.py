@@ -66,7 +66,9 @@ def agent_argument(config: Config, offered: dict[str, Descriptor]) -> str:
 def delegating_section(config: Config, offered: dict[str, Descriptor]) -> str:
     default = default_agent(config, list(offered))
     lines = [agent_line(d, config.agents.get(name)) for name, d in offered.items()]
-    choose = (f"A call that names no agent runs on {default}." if default
+    preferred = [name for name in config.agent.prefer if name in offered]
+    choose = (f"The user prefers, in order: {', '.join(preferred)}. A call that names no agent runs on {default}, "
+              "so name one whenever the work calls for another." if default
               else "Name the agent on every call that starts a conversation.")
     return "\n".join([
         "## Delegating work",
