@@ -215,3 +215,55 @@ def test_sigterm_mid_turn_stops_processes_and_exits(clients, workspace, tmp_path
     assert client.wait(30) == 0
     _assert_gone(marker)
     assert client.until("turn.failed").params["reason"] == "interrupted"
+
+
+def test_notifications_get_no_reply_and_a_null_id_is_answered(clients, workspace, tmp_path):
+    script = write_script(tmp_path / "s.jsonl", {"text": "from a notification"})
+    client = clients("--script", str(script))
+    client.start(cwd=str(workspace))
+    before = len(client.seen)
+    # JSON-RPC 2.0: a notification (no "id" member) is never answered, not even with an error.
+    client.send("turn.bogus", {}, id=None)
+    client.send("turn.start", {"prompt": "x", "extra": 1}, id=None)
+    client.send_raw(b'{"jsonrpc":"2.0","id":null,"method":"turn.cancel"}\n')
+    answered = client.next()
+    assert answered.id is None and answered.error is None and answered.result == {"cancelled": False}
+    client.send("turn.start", {"prompt": "go"}, id=None)     # carried out, unanswered
+    done = client.until("turn.completed")
+    assert done.params["reply"] == "from a notification"
+    after_start = client.seen[before:]
+    assert all(m.error is None for m in after_start)
+    assert [m for m in after_start if not m.method] == [answered]     # only the null-id request was answered
+    client.close_stdin()
+    assert client.wait() == 0
+    assert "a notification was not carried out: unknown method 'turn.bogus'" in client.stderr()
+
+
+def test_a_broken_stdout_cancels_the_turn_and_the_server_exits(workspace, tmp_path):
+    import subprocess
+    import sys
+    marker = _marker()
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [{"id": "gate", "tool": "bash",
+                                      "args": {"command": "until [ -e go ]; do sleep 0.05; done"}}]},
+                          {"calls": [{"id": "b", "tool": "bash", "args": {"command": f"sleep {marker}"}}]},
+                          {"text": "finished"})
+    proc = subprocess.Popen([sys.executable, "-m", "scv", "server", "--stdio", "--script", str(script)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=scv_env())
+    try:
+        for id, method, params in [(1, "initialize", {"protocol_version": 3}),
+                                   (2, "session.start", {"cwd": str(workspace), "auto_approve": True}),
+                                   (3, "turn.start", {"prompt": "run it"})]:
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).encode()
+                             + b"\n")
+            proc.stdin.flush()
+            while json.loads(proc.stdout.readline()).get("id") != id:
+                pass
+        proc.stdout.close()         # the client stops reading; its stdin stays open and silent
+        (workspace / "go").touch()  # the first call ends: its tool.completed cannot be written
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    _assert_gone(marker)            # the second call never ran, or was stopped

@@ -55,7 +55,13 @@ class ApprovalResolveParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=
 
 class _Request(msgspec.Struct, tag_field="method", forbid_unknown_fields=True, kw_only=True):
     jsonrpc: Literal["2.0"]
-    id: RequestId = None        # None: a notification, answered with nothing
+    # UNSET (no "id" member): a notification, answered with nothing, not even an error.
+    # An explicit null is a request whose response carries "id": null.
+    id: RequestId | msgspec.UnsetType = msgspec.UNSET
+
+    @property
+    def notification(self) -> bool:
+        return self.id is msgspec.UNSET
 
 
 class Initialize(_Request, tag="initialize"):
@@ -91,10 +97,12 @@ _client_decoder = msgspec.json.Decoder(ClientRequest)
 class BadMessage(Exception):
     """A client message the server cannot act on: the JSON-RPC error to answer with."""
 
-    def __init__(self, code: int, message: str, id: RequestId = None):
+    def __init__(self, code: int, message: str, id: RequestId = None, *, notification: bool = False):
         super().__init__(message)
         self.code = code
         self.id = id
+        # A well-formed notification (no "id" member): JSON-RPC 2.0 sends no reply, errors included.
+        self.notification = notification
 
 
 def decode_request(line: bytes) -> ClientRequest:
@@ -116,15 +124,17 @@ def _classify(line: bytes, exc: Exception) -> BadMessage:
     if data.get("jsonrpc") != "2.0":
         return BadMessage(INVALID_REQUEST, "the message lacks \"jsonrpc\": \"2.0\"", id)
     if "id" in data and id is None and raw_id is not None:
-        return BadMessage(INVALID_REQUEST, "the request id must be a number or a string")
+        return BadMessage(INVALID_REQUEST, "the request id must be an integer or a string")
     method = data.get("method")
     if not isinstance(method, str):
         return BadMessage(INVALID_REQUEST, "the request has no \"method\" string", id)
+    notification = "id" not in data
     if method not in METHODS:
         return BadMessage(METHOD_NOT_FOUND, f"unknown method {method[:100]!r}; the methods are: {', '.join(METHODS)}",
-                          id)
+                          id, notification=notification)
     text = str(exc)
-    return BadMessage(INVALID_PARAMS, f"invalid {method} request: {text[0].lower() + text[1:] if text else text}", id)
+    return BadMessage(INVALID_PARAMS, f"invalid {method} request: {text[0].lower() + text[1:] if text else text}", id,
+                      notification=notification)
 
 
 # --- server -> client --------------------------------------------------------------------------

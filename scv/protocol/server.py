@@ -9,10 +9,13 @@ call's processes are stopped, and `serve` returns.
 
 import queue
 import signal
+import sys
 import threading
 import uuid
 from pathlib import Path
 from typing import Any, BinaryIO
+
+import msgspec
 
 from scv import __version__
 from scv import events as ev
@@ -31,6 +34,7 @@ from scv.tools.base import Risk, ToolContext
 
 TOOL_STOP_WAIT = CANCEL_SECONDS + 4.0
 OTHER_STOP_WAIT = 1.0
+WAKE_SIGNAL = signal.SIGUSR1    # sent to the reading thread when the turn thread finds stdout broken
 
 
 class _Stop(Exception):
@@ -60,6 +64,7 @@ class StdioServer:
         self._worker: threading.Thread | None = None
         self._stop = threading.Event()
         self._cancel: Cancellation | None = None
+        self._reader: int | None = None     # the thread in serve(), while it serves
 
     # --- output ------------------------------------------------------------------------------
 
@@ -71,15 +76,29 @@ class StdioServer:
             try:
                 self.stdout.write(data)
                 self.stdout.flush()
+                return
             except (BrokenPipeError, ValueError, OSError):
-                self.client_gone = True     # nobody reads any more: treated like EOF
+                self.client_gone = True     # CONNECTED -> GONE: nobody reads any more, treated like EOF
+        # Outside the write lock: the running turn is cancelled and its processes stopped now,
+        # not when it next finishes, and a read loop blocked on a stdin still open is woken.
+        self._cancel_turn("client_gone")
+        reader = self._reader
+        if reader is not None and reader != threading.get_ident():
+            signal.pthread_kill(reader, WAKE_SIGNAL)
 
     def _respond(self, id, result: Any) -> None:
-        if id is not None:
+        if id is not msgspec.UNSET:     # a notification gets no response
             self._write(Response(id=id, result=result))
 
     def _error(self, id, code: int, message: str) -> None:
         self._write(ErrorResponse(id=id, error=ErrorObject(code=code, message=message)))
+
+    def _refuse(self, bad: BadMessage) -> None:
+        """The error response; a notification gets none (JSON-RPC 2.0), so only stderr hears of it."""
+        if bad.notification or bad.id is msgspec.UNSET:
+            print(f"scv: a notification was not carried out: {bad}", file=sys.stderr, flush=True)
+            return
+        self._error(bad.id, bad.code, str(bad))
 
     def notify(self, name: str, params: dict[str, Any]) -> None:
         if name == ev.APPROVAL_REQUESTED:
@@ -118,16 +137,18 @@ class StdioServer:
         signalled: list[int] = []
 
         def on_signal(signum, frame):
-            signalled.append(signum)
+            if signum != WAKE_SIGNAL:
+                signalled.append(signum)
             if reading[0]:
                 raise _Stop()   # only out of readline: never while a lock is held
 
-        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM, WAKE_SIGNAL)}
+        self._reader = threading.get_ident()
         try:
             while not self.client_gone and not signalled:
                 reading[0] = True
                 try:
-                    if signalled:
+                    if signalled or self.client_gone:
                         break
                     line = self.stdin.readline(MAX_MESSAGE_BYTES + 1)
                 finally:
@@ -144,8 +165,10 @@ class StdioServer:
             pass
         # A second signal while the turn stops is recorded, not fatal: the processes get stopped.
         self._shutdown("interrupted" if signalled else "client_gone")
+        self._reader = None
         for sig, handler in previous.items():
-            signal.signal(sig, handler)
+            # A wake from a turn thread that outlived serve() must not end the process.
+            signal.signal(sig, signal.SIG_IGN if sig == WAKE_SIGNAL else handler)
         return 0
 
     def _skip_rest_of_line(self) -> None:
@@ -158,7 +181,7 @@ class StdioServer:
         try:
             request = decode_request(line)
         except BadMessage as bad:
-            self._error(bad.id, bad.code, str(bad))
+            self._refuse(bad)
             return
         try:
             match request:
@@ -189,7 +212,7 @@ class StdioServer:
                     self._close_session()
                     self._respond(request.id, {})
         except BadMessage as bad:
-            self._error(bad.id, bad.code, str(bad))
+            self._refuse(bad)
 
     # --- sessions and turns ------------------------------------------------------------------
 
