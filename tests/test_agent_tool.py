@@ -177,7 +177,7 @@ def test_agent_lines_carry_the_users_notes(offer, context):
                   '[agents.claude]\nmodel = "opus"\npermissions = "full"\n')
     description = AgentTool().schema(ctx)["properties"]["agent"]["description"]
     assert ("- codex (Codex): OpenAI's coding agent; reads, edits, and runs code, with live web search under full "
-            "permissions. Takes model (an OpenAI model ID from the Codex configuration; not a Claude alias), effort, "
+            "permissions. Takes model (OpenAI model ID from the Codex configuration; not a Claude alias), effort, "
             "and session. The user's note on when to use it: coding. For that work, pass model gpt-5.5 and effort "
             "high; omit model and effort for other work so the agent uses its own default.") in description
     assert "- claude (Claude Code): Anthropic's coding agent" in description
@@ -185,6 +185,13 @@ def test_agent_lines_carry_the_users_notes(offer, context):
     section = AgentTool().system_prompt_section(ctx)
     assert section.startswith("## Delegating work")
     assert "- codex (Codex)" in section and "- claude (Claude Code)" in section and "grok" not in section
+
+
+def test_model_and_effort_descriptions_keep_the_agents_default(offer, context):
+    offer("codex")
+    schema = AgentTool().schema(context())
+    for option in ("model", "effort"):
+        assert "Omit it to keep the agent's own default." in json.dumps(schema["properties"][option]), option
 
 
 def test_approval_summary_names_the_agent_and_full_argv(offer, context, user_home):

@@ -46,7 +46,7 @@ class AgentArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         "the work matches a configured use_for default. Omit it to keep the agent's own default."))] | None = None
     effort: Annotated[str, Meta(description=(
         "Reasoning effort: low, medium, high, xhigh, or max; set it only when the user asks or the work "
-        "matches a configured use_for default."))] | None = None
+        "matches a configured use_for default. Omit it to keep the agent's own default."))] | None = None
     timeout_seconds: Annotated[int, Meta(ge=1, description=(
         "Seconds before the agent is stopped (default tools.agent_timeout_seconds); raise it for long work."))] | None = None
     background: Annotated[bool, Meta(description=(

@@ -82,7 +82,7 @@ DESCRIPTORS: dict[str, Descriptor] = {d.name: d for d in (
         executable="codex", fixed_args=("exec",), output_args=("--json", "-o", "{outfile}"),
         output_format="codex-json", model_flag=("-m",),
         effort_template=("-c", 'model_reasoning_effort="{effort}"'),
-        model_family="an OpenAI model ID from the Codex configuration; not a Claude alias",
+        model_family="OpenAI model ID from the Codex configuration; not a Claude alias",
         resume_session=("resume", "{id}"), resume_before_options=True,
         full_permission_args=("--dangerously-bypass-approvals-and-sandbox", "-c", 'web_search="live"'),
         state_variable="CODEX_HOME",
