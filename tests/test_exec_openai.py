@@ -110,8 +110,9 @@ def test_rejected_key_names_provider(scv_home, fake, workspace, wire_api):
     assert len(fake.requests) == 1      # never retried
 
 
-def test_429_retry_after_is_honoured(scv_home, fake, workspace):
-    configure(scv_home, fake)
+@pytest.mark.parametrize("wire_api", ["responses", "chat"])
+def test_429_retry_after_is_honoured(scv_home, fake, workspace, wire_api):
+    configure(scv_home, fake, wire_api)
     fake.enqueue(Status(429, retry_after="1", message="slow down"), Reply(text="made it"))
     proc = exec_(workspace, "hi")
     assert proc.returncode == 0, proc.stderr
@@ -122,8 +123,9 @@ def test_429_retry_after_is_honoured(scv_home, fake, workspace):
 
 def test_500_is_retried_a_bounded_number_of_times(scv_home, fake, workspace):
     configure(scv_home, fake)
-    fake.enqueue(Status(500, retry_after="0"), Reply(text="second try"))
-    assert exec_(workspace, "hi").stdout == "second try\n"
+    fake.enqueue(Status(500, retry_after="0"), Status(507, retry_after="0"), Reply(text="third try"))
+    assert exec_(workspace, "hi").stdout == "third try\n"
+    assert len(fake.requests) == 3
     fake.requests.clear()
     fake.enqueue(*[Status(503, retry_after="0", message="overloaded")] * 6)
     proc = exec_(workspace, "hi")

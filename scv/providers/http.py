@@ -13,7 +13,7 @@ import requests
 
 from scv.cancellation import Cancellation
 from scv.providers.base import Provider, ProviderError, TurnCancelled
-from scv.providers.retry import RETRY_STATUSES, RetryPolicy, parse_retry_after
+from scv.providers.retry import RetryPolicy, parse_retry_after, retryable
 from scv.providers.sse import SSEDecoder, SSEError, SSEEvent
 
 ERROR_TEXT_LIMIT = 300
@@ -107,7 +107,7 @@ class StreamingClient:
         if _looks_like_unknown_model(status, message, code):
             raise ProviderError(f"provider {self.provider} does not know the model {self.model!r} (HTTP {status}"
                                 f"{said}); set providers.{self.provider}.model or pass --model")
-        if status in RETRY_STATUSES:
+        if retryable(status):
             retry_after = parse_retry_after(response.headers.get("Retry-After"))
             if retry_after is not None and retry_after > self.policy.max_retry_after:
                 raise ProviderError(f"provider {self.provider} asked to wait {retry_after:.0f} s before trying again "

@@ -5,7 +5,10 @@ import email.utils
 import time
 from dataclasses import dataclass
 
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 520, 522, 524, 529})
+
+def retryable(status: int) -> bool:
+    """429 (too many requests) and every 5xx: the endpoint may answer differently in a moment."""
+    return status == 429 or 500 <= status <= 599
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
