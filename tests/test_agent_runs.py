@@ -357,7 +357,9 @@ def test_full_permissions_refused_as_root_is_a_plain_failure(agents, make_runner
     claude.replay("claude", "tool_bash_bypass")
     ok, value = call(make_runner(), {"agent": "claude", "prompt": "touch x"})
     assert value["status"] == "failed" and "cannot be used with root/sudo privileges" in value["error"]
-    assert "fallback" not in value and "hint" not in value
+    assert "fallback" not in value
+    assert value["hint"].startswith("claude refuses its full-permission switch when it runs as root")
+    assert 'permissions = "default"' in value["hint"]
     assert claude.calls()[0][1:3] == ["--permission-mode", "bypassPermissions"]
 
 
