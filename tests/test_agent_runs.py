@@ -273,7 +273,7 @@ def test_reply_bounded_on_a_character_boundary(agents, make_runner, write_config
     agents("grok")
     dsh = agents("dsh")
     (Path(os.environ["SCV_HOME"]) / "agents/dsh/.dsh").mkdir(parents=True)
-    (Path(os.environ["SCV_HOME"]) / "agents/dsh/.dsh/.credentials.yaml").write_text("DEEPSEEK_API_KEY: x")
+    (Path(os.environ["SCV_HOME"]) / "agents/dsh/.dsh/.credentials.yaml").write_text("refs:\n  DEEPSEEK_API_KEY: x\n")
     dsh.write("for i in $(seq 1 600); do printf 'é'; done\n")
     ok, value = call(make_runner(), {"agent": "dsh", "prompt": "go"})
     assert ok and value["truncated"] is True

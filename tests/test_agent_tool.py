@@ -25,7 +25,7 @@ def user_home(tmp_path, monkeypatch):
 @pytest.fixture
 def offer(user_home, tmp_path, scv_home):
     """Installs fake agents, signed in where SCV checks sign-in by file."""
-    signins = {"grok": (".grok/auth.json", '{"t": 1}'), "dsh": (".dsh/.credentials.yaml", "DEEPSEEK_API_KEY: k"),
+    signins = {"grok": (".grok/auth.json", '{"t": 1}'), "dsh": (".dsh/.credentials.yaml", "refs:\n  DEEPSEEK_API_KEY: k\n"),
                "pi": (".pi/agent/auth.json", '{"p": {"type": "api_key"}}')}
 
     def install_agents(*names: str) -> None:
@@ -280,3 +280,19 @@ def test_a_delegated_scv_inherits_its_depth(offer, tmp_path, scv_home, user_home
     assert "agent" in tools() and "agent" in tools(SCV_DELEGATION_DEPTH="1")
     assert "agent" not in tools(SCV_DELEGATION_DEPTH="2")
     assert "agent" not in tools(SCV_DELEGATION_DEPTH="junk")
+
+
+@pytest.mark.parametrize("text, signed_in", [
+    ("refs:\n  DEEPSEEK_API_KEY: sk-1\n", True),
+    ("version: 1\nrefs:\n  OTHER: x\n  DEEPSEEK_API_KEY: \"sk-1\"  # from scv agents login dsh\n", True),
+    ("refs: {DEEPSEEK_API_KEY: sk-1}\n", True),
+    ("refs:\n  DEEPSEEK_API_KEY: \"\"\n", False),
+    ("refs:\n  DEEPSEEK_API_KEY:\n", False),
+    ("DEEPSEEK_API_KEY: sk-1\n", False),                 # not under refs
+    ("other:\n  DEEPSEEK_API_KEY: sk-1\n", False),
+    ("# refs:\n#   DEEPSEEK_API_KEY: sk-1\n", False),
+])
+def test_dsh_counts_as_signed_in_only_with_a_stored_key(offer, context, scv_home, text, signed_in):
+    offer("codex", "dsh")
+    (scv_home / "agents/dsh/.dsh/.credentials.yaml").write_text(text)
+    assert ("dsh" in AgentTool().schema(context())["properties"]["agent"]["enum"]) == signed_in

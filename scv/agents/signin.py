@@ -43,12 +43,35 @@ def _grok(folder: Path, descriptor: Descriptor, environ: dict[str, str]) -> bool
     return False
 
 
+_EMPTY_YAML = ("", '""', "''", "~", "null")
+
+
 def _dsh(folder: Path) -> bool:
+    """A non-empty `refs.DEEPSEEK_API_KEY` in `.credentials.yaml` (block or flow style)."""
     try:
         text = (folder / ".credentials.yaml").read_text(encoding="utf-8")
-    except OSError:
+    except (OSError, ValueError):
         return False
-    return "DEEPSEEK_API_KEY" in text
+    in_refs = False
+    for line in text.splitlines():
+        body = line.split(" #", 1)[0].rstrip()
+        if not body.strip() or body.lstrip().startswith("#"):
+            continue
+        if not line[0].isspace():
+            key, _, rest = body.partition(":")
+            in_refs = key.strip() == "refs"
+            rest = rest.strip()
+            if in_refs and rest.startswith("{") and rest.endswith("}"):
+                for pair in rest[1:-1].split(","):
+                    name, _, value = pair.partition(":")
+                    if name.strip() == "DEEPSEEK_API_KEY" and value.strip() not in _EMPTY_YAML:
+                        return True
+            continue
+        if in_refs:
+            name, _, value = body.strip().partition(":")
+            if name.strip() == "DEEPSEEK_API_KEY" and value.strip() not in _EMPTY_YAML:
+                return True
+    return False
 
 
 def _pi(folder: Path) -> bool:
