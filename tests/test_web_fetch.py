@@ -79,7 +79,8 @@ def test_json_and_plain_text_pass_through(supervisor, workspace, server):
 
 
 @pytest.mark.parametrize("content_type", ["image/png", "application/pdf", "application/zip", "video/mp4",
-                                          "application/octet-stream"])
+                                          "audio/mpeg", "application/octet-stream", "application/x-zip-compressed",
+                                          "application/x-gtar"])
 def test_binary_type_is_refused_before_the_body_downloads(supervisor, workspace, server, content_type):
     total = 64 << 20
     record: dict = {}

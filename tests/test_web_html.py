@@ -58,7 +58,8 @@ def test_kinds_of_content():
                       "application/atom+xml", "image/svg+xml", "application/javascript"):
         assert kind_of(text_type) == "text", text_type
     for binary in ("image/png", "IMAGE/JPEG", "application/pdf", "application/zip", "audio/mpeg", "video/webm",
-                   "application/octet-stream", "font/woff2", "application/vnd.openxmlformats-officedocument.x"):
+                   "application/octet-stream", "font/woff2", "application/vnd.openxmlformats-officedocument.x",
+                   "application/x-zip-compressed", "application/x-gtar", "application/x-rpm", "application/x-dosexec"):
         assert kind_of(binary) == "binary", binary
     assert kind_of("application/x-unheard-of") == "unknown"
     assert sniff(b"<!DOCTYPE html><html><body>x", "unknown") == "html"

@@ -24,7 +24,17 @@ _BINARY_TYPES = {"application/pdf", "application/zip", "application/gzip", "appl
                  "application/octet-stream", "application/java-archive", "application/wasm", "application/msword",
                  "application/x-shockwave-flash", "application/vnd.android.package-archive",
                  "application/x-sqlite3", "application/x-executable", "application/x-sharedlib",
-                 "application/x-compress", "application/x-lzma", "application/ogg", "application/epub+zip"}
+                 "application/x-compress", "application/x-lzma", "application/ogg", "application/epub+zip",
+                 # archives, packages and executables under the other names servers give them
+                 "application/x-zip", "application/x-zip-compressed", "application/x-compressed",
+                 "application/x-gtar", "application/x-gtar-compressed", "application/x-cpio", "application/x-archive",
+                 "application/x-lzip", "application/x-lz4", "application/x-lzh-compressed",
+                 "application/x-ace-compressed", "application/x-stuffit", "application/x-xar",
+                 "application/x-debian-package", "application/vnd.debian.binary-package", "application/x-rpm",
+                 "application/x-redhat-package-manager", "application/x-pdf", "application/x-dosexec",
+                 "application/vnd.microsoft.portable-executable", "application/x-mach-binary", "application/x-elf",
+                 "application/x-font-ttf", "application/x-font-otf", "application/font-woff", "application/x-protobuf",
+                 "application/vnd.apache.parquet", "application/x-hdf5", "application/x-bittorrent"}
 _TEXT_TYPES = {"application/json", "application/xml", "application/javascript", "application/ecmascript",
                "application/x-javascript", "application/yaml", "application/x-yaml", "application/toml",
                "application/x-sh", "application/sql", "application/graphql", "application/x-ndjson",
