@@ -259,6 +259,14 @@ def test_http_error_status_returns_the_body_as_a_failed_result(supervisor, works
     assert "never existed" in result.value["content"]
 
 
+def test_a_page_of_unclosed_title_tags_converts_in_one_pass(supervisor, workspace, server):
+    # A title pattern that scans to the end from each "<title>" would take hours on this page.
+    server.routes["/titles"] = Reply(body=b"<html><head>" + b"<title>" * 150_000 + b"<p>text</p>")
+    runner = web_runner(supervisor, workspace, web_config(fetch_timeout_seconds=5), [server.port])
+    result = fetch(runner, server.url("/titles"))
+    assert result.ok, result.value
+
+
 BOMB_BYTES = 256 << 20
 
 

@@ -25,7 +25,9 @@ _BLOCK = {"p", "div", "section", "article", "header", "footer", "main", "aside",
           "address", "details", "summary", "dt", "dd", "center", "body", "html"}
 _HEADINGS = {"h1": "# ", "h2": "## ", "h3": "### ", "h4": "#### ", "h5": "##### ", "h6": "###### "}
 _CELLS = {"td", "th"}
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title", re.I | re.S)
+# Linear on any input: no part can run past the next "<" or ">", so a page of a million
+# unclosed "<title>" tags costs one pass instead of one pass per tag.
+_TITLE = re.compile(r"<title[^<>]*>([^<]*)</title", re.I)
 
 
 class _Renderer:
