@@ -259,6 +259,28 @@ def test_http_error_status_returns_the_body_as_a_failed_result(supervisor, works
     assert "never existed" in result.value["content"]
 
 
+def test_a_failed_result_with_long_server_fields_stays_within_the_output_limit(supervisor, workspace, server):
+    path = "/" + "p" * 1000
+
+    def answer(handler):
+        body = b"the missing page says so at length\n" * 2000
+        handler.send_response(404, "Gone " * 2000)
+        handler.send_header("Content-Type", "text/plain; note=" + '"' * 1000)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        handler.wfile.write(body)
+    server.routes[path] = answer
+    runner = web_runner(supervisor, workspace, web_config(tools={"output_limit_bytes": 4096}), [server.port])
+    result = fetch(runner, server.url(path))
+    assert not result.ok
+    value = result.value
+    assert len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()) <= 4096
+    assert value["error"].startswith(f"{server.url(path)} answered HTTP 404 Gone Gone")
+    assert len(value["content_type"]) == 200 and value["content"].startswith("the missing page says so")
+    assert value["next_offset"] == len(value["content"])
+
+
 def test_a_page_of_unclosed_title_tags_converts_in_one_pass(supervisor, workspace, server):
     # A title pattern that scans to the end from each "<title>" would take hours on this page.
     server.routes["/titles"] = Reply(body=b"<html><head>" + b"<title>" * 150_000 + b"<p>text</p>")

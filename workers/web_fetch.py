@@ -16,8 +16,9 @@ from workers.web_html import html_to_text
 from workers.web_transport import AddressPolicy, checked_addresses, open_response, resolve
 
 REDIRECT_STATUSES = {301, 302, 303, 307, 308}
-FIELD_ROOM = 320            # the names of the fields, the range, next_offset and the note
+FIELD_ROOM = 320            # the names and values of the fields added last: range, next_offset and note
 MIN_PAGE_BYTES = 256
+HEADER_CHARS = 200          # at most this much of the content type and the reason phrase
 
 
 @dataclass(frozen=True)
@@ -135,15 +136,20 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
     if offset and offset >= total:
         raise ToolFailure(f"offset {offset} is past the end of the text, which has {total} characters; "
                           "ask for a smaller offset")
-    value: dict = {"url": fetched.url.text, "status": fetched.status, "content_type": fetched.content_type,
-                   "range": ""}
+    # The server writes the content type and the reason phrase: a hostile one must not fill the result.
+    value: dict = {"url": fetched.url.text, "status": fetched.status,
+                   "content_type": fetched.content_type[:HEADER_CHARS], "range": ""}
     if fetched.redirects:
         value["redirected_from"] = start.text
     if fetched.cut:
         value["download_note"] = (f"only the first {settings.max_bytes} bytes were downloaded "
                                   "(web.fetch_max_bytes); the text ends early")
-    # The fields around the content count against the output limit too.
-    around = sum(len(str(field).encode()) for field in value.values()) + FIELD_ROOM
+    failure = ""
+    if fetched.status >= 400:
+        reason = " ".join(fetched.reason.split())[:HEADER_CHARS]
+        failure = f"{fetched.url.text} answered HTTP {fetched.status}{' ' + reason if reason else ''}"
+    # The fields around the content, and the error sentence of a failure, count against the output limit too.
+    around = len(msgspec.json.encode(value)) + len(msgspec.json.encode(failure)) + FIELD_ROOM
     budget = max(MIN_PAGE_BYTES, ctx.call.output_limit_bytes - around)
     end = page_end(text, offset, budget)
     for _ in range(3):
@@ -157,7 +163,6 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
     if end < total:
         value["next_offset"] = end
         value["note"] = f"the text continues: call web_fetch with offset {end} for the next part"
-    if fetched.status >= 400:
-        reason = f" {fetched.reason}" if fetched.reason else ""
-        raise ToolFailure(f"{fetched.url.text} answered HTTP {fetched.status}{reason}", **value)
+    if failure:
+        raise ToolFailure(failure, **value)
     return value
