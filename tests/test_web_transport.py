@@ -3,9 +3,11 @@ TLS), with a stub resolver standing in for DNS."""
 
 import ipaddress
 import socket
+import threading
 
 import pytest
 import requests
+import urllib3
 
 from scv.web.urls import parse_url
 from tests.web_fakes import LoopbackServer, Reply, free_port, make_certificates, tls_context
@@ -177,3 +179,46 @@ def test_tls_fails_against_an_untrusted_authority(tls_server):
     url = parse_url(f"https://pinned.example:{tls_server.port}/")
     with pytest.raises(ToolFailure, match="the TLS connection to pinned.example failed .*certificate verify failed"):
         fetch(url, settings(tls_server.port), resolver=resolver)
+
+
+def test_the_download_never_reads_past_the_byte_limit(server, monkeypatch):
+    server.routes["/big"] = Reply(body=b"0123456789" * 50_000, content_type="text/plain")
+    asked: list[int] = []
+    real_read1 = urllib3.response.HTTPResponse.read1
+
+    def counting(self, amt=None, decode_content=None):
+        data = real_read1(self, amt, decode_content=decode_content)
+        asked.append(len(data))
+        return data
+    monkeypatch.setattr(urllib3.response.HTTPResponse, "read1", counting)
+    limited = FetchSettings(max_bytes=100_000, max_redirects=0, timeout_seconds=10,
+                            policy=AddressPolicy(loopback_ports=frozenset({server.port})))
+    fetched = fetch(parse_url(server.url("/big")), limited)
+    assert fetched.cut and len(fetched.body) == 100_000
+    assert sum(asked) == 100_001            # one byte past the limit tells that the body goes on
+
+
+def test_a_body_that_trickles_past_the_deadline_fails_the_fetch(server):
+    # One byte before the deadline, the rest after it: the fetch fails instead of waiting for the rest.
+    released = threading.Event()
+
+    def trickle(handler):
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/plain")
+        handler.send_header("Content-Length", "1001")
+        handler.end_headers()
+        handler.wfile.flush()
+        released.wait(0.8)
+        handler.wfile.write(b"x")
+        handler.wfile.flush()
+        released.wait(1.2)
+        handler.wfile.write(b"y" * 1000)
+        handler.wfile.flush()
+    server.routes["/trickle"] = trickle
+    short = FetchSettings(max_bytes=1 << 20, max_redirects=0, timeout_seconds=1.5,
+                          policy=AddressPolicy(loopback_ports=frozenset({server.port})))
+    try:
+        with pytest.raises(ToolFailure, match=r"web\.fetch_timeout_seconds"):
+            fetch(parse_url(server.url("/trickle")), short)
+    finally:
+        released.set()

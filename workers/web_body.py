@@ -12,6 +12,7 @@ import requests
 import urllib3
 
 from workers.runtime import ToolFailure
+from workers.web_transport import response_socket
 
 CHUNK = 64 * 1024
 
@@ -122,6 +123,10 @@ class _Decoder:
         self.pending = self.zlib.unconsumed_tail
         return out
 
+    @property
+    def compressed(self) -> bool:
+        return self.zlib is not None
+
     def has_more(self) -> bool:
         return bool(self.pending)
 
@@ -134,16 +139,23 @@ def read_body(response: requests.Response, limit: int, deadline: float, cancelle
     decoder = _Decoder(encoding)
     raw: urllib3.HTTPResponse = response.raw
     read = getattr(raw, "read1", None) or raw.read
+    sock = response_socket(response)
     parts: list[bytes] = []
     size = 0
     try:
         while size <= limit:
-            if time.monotonic() > deadline:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 raise ToolFailure("the download did not finish before the deadline (web.fetch_timeout_seconds)")
             if cancelled():
                 raise ToolFailure("the call was cancelled")
-            chunk = read(CHUNK, decode_content=False)
-            out = decoder.feed(chunk, limit + 1 - size)
+            if sock is not None:
+                # The connection's read timeout was the whole budget when it opened; a read that
+                # blocks now must end at the deadline, not a full timeout later.
+                sock.settimeout(left)
+            room = limit + 1 - size         # one byte past the limit tells that the body was cut
+            chunk = read(CHUNK if decoder.compressed else min(CHUNK, room), decode_content=False)
+            out = decoder.feed(chunk, room)
             parts.append(out)
             size += len(out)
             while decoder.has_more() and size <= limit:

@@ -11,6 +11,7 @@ import socket
 import threading
 
 from workers.cancel_token import CancelToken
+from workers.web_transport import response_socket
 
 
 class CancelWatch:
@@ -36,9 +37,8 @@ class CancelWatch:
 
     def attach(self, response) -> None:
         """Watches the socket a response is read from (urllib3 keeps it on the connection)."""
-        connection = getattr(response.raw, "connection", None) or getattr(response.raw, "_connection", None)
         with self._lock:
-            self._sock = getattr(connection, "sock", None)
+            self._sock = response_socket(response)
             if self._token.cancelled:
                 self._shut()
 

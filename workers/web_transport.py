@@ -100,6 +100,12 @@ class PinnedAdapter(HTTPAdapter):
         return self._pool(parsed.scheme, parsed.port or (443 if parsed.scheme == "https" else 80), {})
 
 
+def response_socket(response: requests.Response) -> socket.socket | None:
+    """The socket a streamed response is read from (urllib3 keeps it on the connection)."""
+    connection = getattr(response.raw, "connection", None) or getattr(response.raw, "_connection", None)
+    return getattr(connection, "sock", None)
+
+
 _SSL_REASON = re.compile(r"\[SSL: [A-Z0-9_]+\] ([^\"()]+)")
 _NAME_REASON = re.compile(r"(hostname '[^']+' doesn't match [^)\"]+)")
 _OS_REASON = re.compile(r"\[Errno -?\d+\] ([^'\"()\]]+)")
