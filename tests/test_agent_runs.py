@@ -313,22 +313,26 @@ def test_environment_drops_credentials_and_vendor_state(tmp_path, scv_home):
     from tests.conftest import result_json, run_scv, scv_env
     user_home = tmp_path / "user"
     codex = install(user_home / ".local" / "bin", "codex", tmp_path / "log")
-    codex.replay("codex", "text")
+    codex.replay("codex", "text", before=f"readlink /proc/$$/fd/0 > {tmp_path / 'stdin'}")
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    env = scv_env(HOME=str(user_home), PATH="/usr/bin:/bin", SCV_HOME=str(scv_home),
-                  OPENAI_API_KEY="sk-parent", ANTHROPIC_AUTH_TOKEN="t", CODEX_HOME="/elsewhere",
-                  OPENAI_BASE_URL="http://x", PI_CODING_AGENT_DIR="/p", MY_SERVICE_API_KEY="k",
-                  CLAUDE_CONFIG_DIR="/c", SCV_PARENT="scv-1/s-1/claude-aa", KEEP_ME="yes")
+    removed = dict(OPENAI_API_KEY="sk-parent", ANTHROPIC_AUTH_TOKEN="t", ANTHROPIC_BASE_URL="http://a",
+                   CLAUDE_CODE_OAUTH_TOKEN="o", OPENAI_BASE_URL="http://x", CODEX_BASE_URL="http://c",
+                   PI_CODING_AGENT_DIR="/p", MY_SERVICE_API_KEY="k", CLAUDE_CONFIG_DIR="/c", GROK_HOME="/g",
+                   DSH_PERMISSION_MODE="danger-full-access", DEEPSEEK_BASE_URL="http://d", XAI_API_BASE="http://g",
+                   SCV_PROVIDER="p", SCV_MODEL="m")
+    env = scv_env(HOME=str(user_home), PATH="/usr/bin:/bin", SCV_HOME=str(scv_home), CODEX_HOME="/elsewhere",
+                  XDG_CONFIG_HOME="/xdg", SCV_PARENT="scv-1/s-1/claude-aa", KEEP_ME="yes", **removed)
     proc = run_scv("tool", "agent", '{"agent":"codex","prompt":"hi"}', "--auto-approve", "-C", str(workspace),
                    env=env)
     assert proc.returncode == 0, proc.stderr
     assert result_json(proc)["reply"] == "hi from fake"
     seen = codex.env()
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_BASE_URL", "PI_CODING_AGENT_DIR",
-                 "MY_SERVICE_API_KEY", "CLAUDE_CONFIG_DIR"):
+    for name in removed:
         assert name not in seen, name
     assert seen["CODEX_HOME"] == str(scv_home / "agents" / "codex")
+    assert seen["XDG_CONFIG_HOME"] == str(scv_home / "agents" / "codex" / ".config")
+    assert (tmp_path / "stdin").read_text().strip() == "/dev/null"
     assert seen["KEEP_ME"] == "yes"
     assert seen["SCV_PARENT"].startswith("scv-1/s-1/claude-aa,scv-")
     assert seen["SCV_CALL"]
