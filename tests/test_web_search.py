@@ -73,6 +73,21 @@ def test_count_is_capped_by_max_search_results(supervisor, workspace, server):
     assert len(default.value["results"]) == 2
 
 
+def test_results_that_do_not_fit_the_output_limit_are_left_out(supervisor, workspace, server):
+    results = [{"url": f"https://example.com/{n}", "title": f"Result {n}", "content": f"{n} " + "word " * 150}
+               for n in range(8)]
+    server.routes["/searx/search"] = Reply(body=json.dumps({"results": results}).encode(),
+                                           content_type="application/json")
+    config = web_config(tools={"output_limit_bytes": 2048}, search="searxng", searxng_url=server.url("/searx/"))
+    result = web_runner(supervisor, workspace, config).call("web_search", {"query": "words"})
+    assert result.ok, result.value
+    value = result.value
+    assert len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()) <= 2048
+    kept = len(value["results"])
+    assert 1 <= kept < 8 and value["results"][0]["url"] == "https://example.com/0"
+    assert value["more"] is True and f"{8 - kept} more results did not fit" in value["note"]
+
+
 @pytest.mark.parametrize("reply, words, hint", [
     (Reply(403, b"<html><body>Forbidden</body></html>"), "refused the JSON format", "search.formats"),
     (Reply(429, b"Too Many Requests", content_type="text/plain"), "rate limiter", "server.limiter"),

@@ -18,6 +18,7 @@ from workers.web_transport import USER_AGENT
 
 MAX_RESPONSE_BYTES = 4 << 20
 SNIPPET_CHARS = 600
+NOTE_ROOM = 160             # the "more" flag and the note that says how many results were left out
 _TAGS = re.compile(r"<[^>]{0,200}>")
 
 
@@ -158,4 +159,14 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
     value = {"backend": backend, "query": query, "results": results}
     if not results:
         value["note"] = "no results; try other words"
+        return value
+    # Like every result, this one stays within tools.output_limit_bytes: the last results give way.
+    dropped = 0
+    while value["results"] and len(msgspec.json.encode(value)) + NOTE_ROOM > ctx.call.output_limit_bytes:
+        value["results"].pop()
+        dropped += 1
+    if dropped:
+        value["more"] = True
+        value["note"] = (f"{dropped} more result{'s' if dropped > 1 else ''} did not fit in the output limit "
+                         "(tools.output_limit_bytes); ask for a smaller count or use other words")
     return value
