@@ -293,3 +293,25 @@ def test_pi_progress_lines():
     ]:
         parser.line(json.dumps(event).encode())
     assert lines == ["$ make", "bash failed", "read src/main.py", "grep", "web_lookup"]
+
+
+@pytest.mark.parametrize("text, kind", [
+    # The failure texts the captures' notes record for each CLI: each is an availability failure.
+    ("API Error: Request rejected (429) · Rate limited", "quota"),
+    ("API Error: 500 Internal server error. Please retry", "http"),
+    ("API Error: Repeated 529 Overloaded errors. Try later", "http"),
+    ("exceeded retry limit, last status: 429 Too Many Requests", "quota"),
+    ("We\u2019re currently experiencing high demand, which may cause temporary errors.", "http"),
+    ("stream disconnected before completion: upstream reset", "http"),
+    ("Missing environment variable: `FAKE_KEY`.", "signin"),
+    ("unexpected status 403 Forbidden: denied, url: http://127.0.0.1/v1/responses", "http"),
+    ("404 The model `x-1` does not exist or you do not have access to it.", "model"),
+    ("The requested model 'no-such-model' does not exist.", "model"),
+    ("server_error: the stream broke", "http"),
+    ("You exceeded your current quota, please check your plan", "quota"),
+    ("3 tests failed in test_app.py", None),
+    ("error: cannot find module foo", None),
+])
+def test_availability_kinds(text, kind):
+    from workers.agents.verdict import classify
+    assert classify(text) == kind

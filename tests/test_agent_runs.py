@@ -440,3 +440,23 @@ def test_a_run_that_raises_does_not_leave_its_conversation_busy(agents, make_run
     claude.replay("claude", "resume_turn2")
     ok, again = call(runner, {"session": "claude-1", "prompt": "and again"})
     assert ok and again["session"] == "claude-1", again
+
+
+def test_an_executable_that_cannot_start_or_exits_127_gets_a_fallback(agents, make_runner, tmp_path, scv_home):
+    agents("codex")
+    bad = tmp_path / "user" / ".local" / "bin" / "claude"
+    bad.write_text("#!/no/such/interpreter\n")
+    bad.chmod(0o755)
+    runner = make_runner()
+    ok, value = call(runner, {"agent": "claude", "prompt": "hi"})
+    assert not ok and value["status"] == "failed" and "could not be started" in value["error"], value
+    assert "Other agents are available: codex." in value["fallback"] and "session" not in value
+    (scv_home / "agents/grok/.grok").mkdir(parents=True)
+    (scv_home / "agents/grok/.grok/auth.json").write_text('{"token": "x"}')
+    agents("grok").write("echo 'grok: error while loading shared libraries: libfoo.so' >&2\nexit 127\n")
+    ok, value = call(make_runner(), {"agent": "grok", "prompt": "hi"})
+    assert value["status"] == "failed" and value["exit_code"] == 127 and "libfoo" in value["error"]
+    assert "fallback" in value
+    agents("grok").write("echo '3 tests failed'\nexit 1\n")
+    ok, value = call(make_runner(), {"agent": "grok", "prompt": "hi"})
+    assert value["status"] == "failed" and value["error"] == "3 tests failed" and "fallback" not in value
