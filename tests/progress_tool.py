@@ -1,6 +1,7 @@
 """A test-only tool whose executor sends many progress lines quickly (for throttling tests).
 Not registered in BUILTIN; tests register it in one session's registry."""
 
+import os
 import time
 
 import msgspec
@@ -11,6 +12,7 @@ from scv.tools.base import Risk, ToolSpec
 class ProgressArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     lines: int = 40
     gap_seconds: float = 0.025
+    wait_for_file: str | None = None    # after the lines, wait (up to 20 s) for this file to appear
 
 
 class ProgressTool(ToolSpec):
@@ -31,4 +33,9 @@ def execute(args: dict, ctx) -> dict:
     for index in range(args["lines"]):
         ctx.progress(f"line {index}")
         time.sleep(args["gap_seconds"])
-    return {"sent": args["lines"]}
+    if args.get("wait_for_file") is None:
+        return {"sent": args["lines"]}
+    deadline = time.monotonic() + 20
+    while not os.path.exists(args["wait_for_file"]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return {"sent": args["lines"], "file_appeared": os.path.exists(args["wait_for_file"])}

@@ -112,24 +112,87 @@ class FakeClock:
         return self.now
 
 
+class FakeTimers:
+    """Records the timers a throttle starts; the test fires them."""
+
+    def __init__(self):
+        self.started: list[tuple[float, object]] = []
+        self.cancelled = 0
+
+    def __call__(self, delay, due):
+        self.started.append((delay, due))
+        return self._cancel
+
+    def _cancel(self):
+        self.cancelled += 1
+
+    def fire(self):
+        delay, due = self.started.pop(0)
+        due()
+        return delay
+
+
 def test_progress_throttle_window():
     sent: list[str] = []
-    clock = FakeClock()
-    throttle = ProgressThrottle(sent.append, clock=clock)
+    clock, timers = FakeClock(), FakeTimers()
+    throttle = ProgressThrottle(sent.append, clock=clock, start_timer=timers)
     throttle.offer("a")
     clock.now += 0.1
     throttle.offer("b")
     clock.now += 0.1
     throttle.offer("c")
-    assert sent == ["a"]
+    assert sent == ["a"] and len(timers.started) == 1     # one timer for the held line
+    assert timers.started[0][0] == pytest.approx(0.4)
     clock.now += 0.4
     throttle.offer("d")
     assert sent == ["a", "d"]
+    assert timers.fire() == pytest.approx(0.4) and sent == ["a", "d"]     # nothing held any more
     clock.now += 0.1
     throttle.offer("e")
     throttle.flush()
     throttle.flush()
-    assert sent == ["a", "d", "e"]
+    assert sent == ["a", "d", "e"] and timers.cancelled == 1
+
+
+def test_a_held_line_goes_out_when_the_window_passes():
+    sent: list[str] = []
+    clock, timers = FakeClock(), FakeTimers()
+    throttle = ProgressThrottle(sent.append, clock=clock, start_timer=timers)
+    throttle.offer("started")
+    clock.now += 0.2
+    throttle.offer("working")       # held; the tool then goes quiet
+    clock.now += 0.25
+    timers.fire()                   # a timer that fires early waits for the rest of the window
+    assert sent == ["started"] and timers.started[0][0] == pytest.approx(0.05)
+    clock.now += 0.05
+    timers.fire()
+    assert sent == ["started", "working"]
+    clock.now += 0.1
+    throttle.offer("again")         # within the window of "working": held again
+    assert sent == ["started", "working"]
+    throttle.flush()
+    assert sent == ["started", "working", "again"]
+
+
+def test_a_quiet_tool_does_not_hide_its_latest_progress(supervisor, workspace, tmp_path):
+    """Real worker and timer: the held line reaches the client while the tool still runs."""
+    seen_flag = tmp_path / "line-1-seen"
+    replies = [ModelReply(tool_calls=(ToolCall(id="c1", name="chatter", arguments=msgspec.json.encode(
+        {"lines": 2, "gap_seconds": 0.0, "wait_for_file": str(seen_flag)}).decode()),)), ModelReply(text="done")]
+    seen: list[tuple[str, dict]] = []
+
+    def emit(name, params):
+        seen.append((name, params))
+        if name == "tool.progress" and params["line"] == "line 1":
+            seen_flag.touch()
+
+    ctx = ToolContext(workspace=workspace, config=load_config(workspace))
+    session = Session(supervisor, ctx, FakeProvider(replies), emit=emit)
+    session.registry.register(ProgressTool())
+    assert session.run_turn("talk", cancel=Cancellation()).status == "completed"
+    completed = next(p for n, p in seen if n == "tool.completed")
+    assert completed["result"] == {"sent": 2, "file_appeared": True}
+    assert [p["line"] for n, p in seen if n == "tool.progress"] == ["line 0", "line 1"]
 
 
 @pytest.mark.parametrize("policy, answer, expected", [("on-risk", True, True), ("on-risk", False, False),
