@@ -296,3 +296,32 @@ def test_dsh_counts_as_signed_in_only_with_a_stored_key(offer, context, scv_home
     offer("codex", "dsh")
     (scv_home / "agents/dsh/.dsh/.credentials.yaml").write_text(text)
     assert ("dsh" in AgentTool().schema(context())["properties"]["agent"]["enum"]) == signed_in
+
+
+@pytest.mark.parametrize("profile, environ, signed_in", [
+    ('[models.main]\nid = "grok-5"\napi_key = "xai-1"\n', {}, True),
+    ('[models.grok-5]\napi_key = "xai-1"\n', {}, True),                      # matched by catalog key
+    ('[models.main]\nid = "grok-5"\nenv_key = "MY_GROK_TOKEN"\n', {"MY_GROK_TOKEN": "t"}, True),
+    ('[models.main]\nid = "grok-5"\nenv_key = "MY_GROK_TOKEN"\n', {}, False),   # not set
+    ('[models.main]\nid = "grok-5"\nenv_key = "XAI_API_KEY"\n', {"XAI_API_KEY": "t"}, False),  # SCV removes it
+    ('[models.other]\nid = "grok-4"\napi_key = "xai-1"\n', {}, False),     # not the default's profile
+])
+def test_grok_sign_in_by_config(user_home, scv_home, tmp_path, profile, environ, signed_in):
+    from scv.agents.offered import discover
+    install(user_home / ".local" / "bin", "grok", tmp_path / "log").write("exit 0\n")
+    config = scv_home / "agents/grok/.grok/config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[models]\ndefault = "grok-5"\n' + profile)
+    offered = discover({"HOME": str(user_home), "PATH": "/usr/bin:/bin", **environ}, home=scv_home)
+    assert ("grok" in offered) == signed_in
+
+
+def test_defaults_of_the_agent_keys(offer, context):
+    from scv.agents.session import agent_session
+    offer("codex")
+    ctx = context()
+    tool = AgentTool()
+    assert tool.timeout_seconds(tool.parse({"agent": "codex", "prompt": "x"}, ctx), ctx) == 3600
+    assert AgentTool().schema(ctx)["properties"]["timeout_seconds"]["anyOf"][0]["maximum"] == 14400
+    conversations = agent_session(ctx).conversations
+    assert conversations.max == 8 and conversations.idle_seconds == 86400
