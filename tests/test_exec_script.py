@@ -87,6 +87,19 @@ def test_missing_script_file(workspace, tmp_path):
     assert proc.returncode == 2 and "cannot be read" in proc.stderr
 
 
+@pytest.mark.parametrize("args, sentence", [
+    (["--script", "absent.jsonl"], "cannot be read"),
+    (["--timeout", "0", "hi"], "Invalid value for '--timeout'"),
+    (["--no-such-option", "hi"], "--no-such-option"),
+])
+def test_with_json_usage_errors_are_one_error_event(workspace, args, sentence):
+    proc = run_scv("exec", "--json", *args, "-C", str(workspace))
+    assert proc.returncode == 2
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["type"] == "error"
+    assert sentence in json.loads(lines[0])["error"] and sentence in proc.stderr
+
+
 def test_approval_is_denied_without_a_terminal_and_the_model_is_told(workspace, tmp_path):
     script = write_script(tmp_path / "s.jsonl",
                           {"calls": [{"id": "w", "tool": "write",

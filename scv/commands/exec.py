@@ -82,7 +82,20 @@ def _asker(prompt_from_stdin: bool):
     return no_terminal
 
 
-@click.command("exec")
+class _ExecCommand(click.Command):
+    """With --json, a command line that click refuses still gives CI its one `error` event."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        wants_json = "--json" in args
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as err:
+            if wants_json:
+                Output(True).emit("error", {"error": err.format_message()})
+            raise
+
+
+@click.command("exec", cls=_ExecCommand)
 @click.argument("prompt", required=False)
 @click.option("--script", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Run offline: FILE is a JSONL script of the model's turns (see examples/).")
