@@ -82,6 +82,18 @@ def test_bad_arguments_and_unknown_tools_go_back_to_the_model(scv_home, fake, wo
     assert "no argument 'pth'" in outputs["c3"]["error"]
 
 
+def test_api_key_and_headers_from_the_profile(scv_home, fake, workspace):
+    (scv_home / "config.toml").write_text(
+        f'[provider]\nactive = "lit"\n[providers.lit]\nwire_api = "chat"\nmodel = "fake-model"\n'
+        f'base_url = "{fake.base_url}/"\napi_key = "sk-test"\nheaders = {{ X-Team = "qa" }}\n')
+    fake.enqueue(Reply(text="ok"))
+    proc = run_scv("exec", "hi", "-C", str(workspace))
+    assert proc.returncode == 0, proc.stderr
+    request = fake.requests[0]
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["Authorization"] == "Bearer sk-test" and request.headers["X-Team"] == "qa"
+
+
 def test_model_override(scv_home, fake, workspace):
     configure(scv_home, fake)
     fake.enqueue(Reply(text="ok"))
