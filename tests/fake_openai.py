@@ -2,7 +2,8 @@
 
 Tests queue what the next requests get: `Reply` (streamed text and tool calls, usage,
 annotations), `Status` (an HTTP error, optionally with Retry-After), `Cut` (a stream that breaks
-in the middle of a chunk) or `Stall` (a stream that sends nothing for a while). Every request is
+in the middle of a chunk), `Stall` (a stream that sends nothing for a while) or `Raw` (these SSE
+events as they are, for malformed streams). Every request is
 recorded with its path, headers, JSON body and arrival time. The server checks the bearer key
 and the model name first, as a real endpoint would.
 """
@@ -41,6 +42,11 @@ class Cut:
 @dataclass
 class Stall:
     seconds: float
+
+
+@dataclass
+class Raw:
+    events: list[str]
 
 
 @dataclass
@@ -104,6 +110,8 @@ class FakeOpenAI:
                 self._stream(h, events[:2], cut=True)
             case Stall(seconds=seconds):
                 self._stream(h, [], stall=seconds)
+            case Raw(events=events):
+                self._stream(h, events)
 
     def _json(self, h, code: int, payload: dict, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()

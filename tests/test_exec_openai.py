@@ -5,7 +5,7 @@ import json
 import pytest
 
 from tests.conftest import run_scv, scv_env
-from tests.fake_openai import Cut, FakeOpenAI, Reply, Status
+from tests.fake_openai import Cut, FakeOpenAI, Raw, Reply, Status
 
 
 @pytest.fixture
@@ -162,6 +162,22 @@ def test_dropped_stream_ends_the_turn(scv_home, fake, workspace, wire_api):
     assert proc.returncode == 1
     assert "provider fake's stream ended before the reply was complete" in proc.stderr
     assert events(proc)[-1]["type"] == "turn.failed"
+
+
+@pytest.mark.parametrize("wire_api, event", [
+    ("chat", '{"choices": [{"index": 0, "delta": ["not", "an", "object"]}]}'),
+    ("chat", '{"choices": [], "usage": {"prompt_tokens": "many"}}'),
+    ("responses", '{"type": "response.output_item.done", "item": "not an object"}'),
+    ("responses", '{"type": "response.completed", "response": {"usage": {"input_tokens": [1]}}}'),
+])
+def test_a_malformed_stream_event_ends_the_turn_naming_the_provider(scv_home, fake, workspace, wire_api, event):
+    configure(scv_home, fake, wire_api)
+    fake.enqueue(Raw([f"data: {event}\n\n"]))
+    proc = exec_(workspace, "hi", "--json")
+    assert proc.returncode == 1
+    assert "provider fake sent an event SCV cannot read" in proc.stderr and "Traceback" not in proc.stderr
+    failed = events(proc)[-1]
+    assert failed["type"] == "turn.failed" and failed["reason"] == "provider"
 
 
 def test_configuration_errors_exit_2(scv_home, fake, workspace):

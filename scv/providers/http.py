@@ -1,6 +1,7 @@
 """The HTTP side shared by both OpenAI wire APIs: a streamed POST with bounded retries, whose
 failures become one ProviderError sentence naming the provider, and the body as SSE events."""
 
+import contextlib
 import json
 import os
 import select
@@ -141,6 +142,16 @@ class StreamingClient:
     def dropped(self, why: str) -> ProviderError:
         return ProviderError(f"provider {self.provider}'s stream ended before the reply was complete ({why}); "
                              "the turn stopped, try again")
+
+    @contextlib.contextmanager
+    def reading(self, event: SSEEvent) -> Iterator[None]:
+        """Folding one event into the reply: an event of an unexpected shape (a list where an
+        object belongs, a count that is not a number) is the provider's failure, in one sentence."""
+        try:
+            yield
+        except (AttributeError, TypeError, ValueError, KeyError, IndexError) as exc:
+            raise ProviderError(f"provider {self.provider} sent an event SCV cannot read ({type(exc).__name__}: "
+                                f"{event.data[:120]!r})") from None
 
     def decode(self, event: SSEEvent) -> dict[str, Any]:
         try:

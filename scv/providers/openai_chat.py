@@ -47,6 +47,11 @@ class _PartialCall:
         self.arguments: list[str] = []
 
 
+def _usage(raw: dict[str, Any]) -> Usage:
+    inp, out = int(raw.get("prompt_tokens") or 0), int(raw.get("completion_tokens") or 0)
+    return Usage(input_tokens=inp, output_tokens=out, total_tokens=int(raw.get("total_tokens") or inp + out))
+
+
 class ChatProvider(EndpointProvider):
     wire_api = "chat"
 
@@ -61,33 +66,38 @@ class ChatProvider(EndpointProvider):
                 done = True
                 break
             data = self.client.decode(event)
-            if "error" in data:
-                error = data["error"]
-                message = error.get("message") if isinstance(error, dict) else error
-                raise ProviderError(f"provider {self.name} reported an error: {str(message)[:300]}")
-            if isinstance(data.get("usage"), dict):
-                raw = data["usage"]
-                inp, out = int(raw.get("prompt_tokens") or 0), int(raw.get("completion_tokens") or 0)
-                usage = Usage(input_tokens=inp, output_tokens=out, total_tokens=int(raw.get("total_tokens") or inp + out))
-            for choice in data.get("choices") or []:
-                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                    continue
-                delta = choice.get("delta") or {}
-                content = delta.get("content")
-                if content:
-                    text.append(str(content))
-                    on_text(str(content))
-                for fragment in delta.get("tool_calls") or []:
-                    partial = calls.setdefault(int(fragment.get("index", len(calls))), _PartialCall())
-                    partial.id = fragment.get("id") or partial.id
-                    function = fragment.get("function") or {}
-                    partial.name = function.get("name") or partial.name
-                    if function.get("arguments"):
-                        partial.arguments.append(str(function["arguments"]))
-                if choice.get("finish_reason"):
-                    finished = True
+            with self.client.reading(event):
+                finished = self._fold(data, text, calls, on_text) or finished
+                if isinstance(data.get("usage"), dict):
+                    usage = _usage(data["usage"])
         if not (done or finished):
             raise self.client.dropped("no finish_reason and no [DONE]")
         tool_calls = tuple(ToolCall(id=p.id or f"call_{i}", name=p.name, arguments="".join(p.arguments))
                            for i, p in sorted(calls.items()))
         return ModelReply(text="".join(text), tool_calls=tool_calls, usage=usage)
+
+    def _fold(self, data: dict[str, Any], text: list[str], calls: dict[int, _PartialCall], on_text: TextSink) -> bool:
+        """One chunk's text and tool-call fragments; True if it finished the choice."""
+        if data.get("error"):
+            error = data["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            raise ProviderError(f"provider {self.name} reported an error: {str(message)[:300]}")
+        finished = False
+        for choice in data.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if content:
+                text.append(str(content))
+                on_text(str(content))
+            for fragment in delta.get("tool_calls") or []:
+                partial = calls.setdefault(int(fragment.get("index", len(calls))), _PartialCall())
+                partial.id = fragment.get("id") or partial.id
+                function = fragment.get("function") or {}
+                partial.name = function.get("name") or partial.name
+                if function.get("arguments"):
+                    partial.arguments.append(str(function["arguments"]))
+            if choice.get("finish_reason"):
+                finished = True
+        return finished

@@ -109,7 +109,8 @@ class ResponsesProvider(EndpointProvider):
         builder = ReplyBuilder(self.name, on_text)
         for event in self.client.events(response, cancel):
             data = self.client.decode(event)
-            builder.handle(str(data.get("type") or event.event), data)
+            with self.client.reading(event):
+                builder.handle(str(data.get("type") or event.event), data)
             if builder.done:
                 break
         if not builder.done:
