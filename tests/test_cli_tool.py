@@ -60,6 +60,7 @@ def test_a_failed_command_exits_1_with_every_field(workspace):
     (["tool", "read", '{"path":"../x"}'], "'..'"),
     (["tool", "bash", '{"command":"true","timeout_seconds":20000}', "--auto-approve"], "over the ceiling"),
     (["tool", "bash", '{"command":"touch made"}'], "no terminal to ask"),
+    (["tool", "read", '{"path":"config/.env"}'], "read needs approval (filesystem risk)"),
 ])
 def test_refusals_exit_2_with_one_sentence_on_both_streams(workspace, args, sentence):
     proc = run_scv(*args, "-C", str(workspace))
