@@ -82,8 +82,9 @@ def test_scv_tool_fetches_when_private_addresses_are_allowed(scv_home, workspace
 
 def test_scv_tool_refuses_loopback_by_default(scv_home, workspace, server):
     proc = run_scv("tool", "web_fetch", json.dumps({"url": server.url("/")}), "--auto-approve", "-C", str(workspace))
-    assert proc.returncode == 1
+    assert proc.returncode == 2, "an IP literal in a refused range is refused before anything runs"
     assert "127.0.0.1 is a loopback address" in result_json(proc)["error"]
+    assert "127.0.0.1 is a loopback address" in proc.stderr
     assert server.seen == []
 
 

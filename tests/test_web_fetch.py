@@ -12,8 +12,12 @@ import pytest
 
 from scv.cancellation import Cancellation
 from scv.errors import RefusedError
+from scv.web.addresses import AddressPolicy
+from scv.web.urls import parse_url
 from tests.web_fakes import LoopbackServer, Reply, free_port, stream_body
 from tests.web_runners import web_config, web_runner
+from workers.runtime import ToolFailure
+from workers.web_transport import checked_addresses
 
 ARTICLE = b"""<html><head><title>Tokio release notes</title></head><body>
 <nav><a href="/">Home</a> <a href="/blog">Blog</a></nav>
@@ -182,11 +186,15 @@ def test_the_test_allowance_is_port_aware_and_loopback_is_refused_without_it(sup
     try:
         allowed = web_runner(supervisor, workspace, web_config(), [server.port])
         assert fetch(allowed, server.url("/")).ok
-        refused = fetch(allowed, other.url("/"))
-        assert not refused.ok and "127.0.0.1 is a loopback address" in refused.value["error"]
-        strict = fetch(web_runner(supervisor, workspace, web_config()), server.url("/"))
-        assert not strict.ok and "loopback" in strict.value["error"]
-        assert other.seen == []
+        # An IP literal needs no lookup: it is refused before approval, so nobody is asked about it.
+        with pytest.raises(RefusedError, match=r"^web_fetch refused the URL: 127\.0\.0\.1 is a loopback address; "):
+            allowed.prepare("web_fetch", {"url": other.url("/")})
+        with pytest.raises(RefusedError, match="loopback address"):
+            web_runner(supervisor, workspace, web_config()).prepare("web_fetch", {"url": server.url("/")})
+        # A name is judged by the worker after its one lookup.
+        strict = fetch(web_runner(supervisor, workspace, web_config()), server.url("/", host="localhost"))
+        assert not strict.ok and "localhost resolves to 127.0.0.1, a loopback address" in strict.value["error"]
+        assert other.seen == [] and len(server.seen) == 1
     finally:
         other.close()
 
@@ -224,10 +232,17 @@ def test_unusual_ipv4_spellings_are_refused_before_any_worker(supervisor, worksp
     ("192.0.2.1", "documentation"),
     ("255.255.255.255", "reserved"),
 ])
-def test_ip_literals_in_refused_ranges_fail_in_the_worker(supervisor, workspace, host, why):
-    result = fetch(web_runner(supervisor, workspace, web_config()), f"http://{host}:8080/")
-    assert not result.ok and why in result.value["error"]
-    assert "web.allow_private_addresses" in result.value["error"]
+def test_ip_literals_in_refused_ranges_are_refused_before_approval(supervisor, workspace, host, why):
+    url = f"http://{host}:8080/"
+    asked = []
+    runner = web_runner(supervisor, workspace, web_config(), approver=lambda *request: asked.append(request) or True)
+    with pytest.raises(RefusedError) as refused:
+        runner.call("web_fetch", {"url": url})
+    assert why in str(refused.value) and "web.allow_private_addresses" in str(refused.value)
+    assert asked == []
+    # The worker judges a literal the same way, whatever reaches it.
+    with pytest.raises(ToolFailure, match=why):
+        checked_addresses(parse_url(url), AddressPolicy())
 
 
 @pytest.mark.parametrize("url, words", [

@@ -12,37 +12,17 @@ import ipaddress
 import re
 import socket
 import time
-from dataclasses import dataclass, field
 
 import requests
 from requests.adapters import HTTPAdapter
 
 import scv
-from scv.web.addresses import IPAddress, parse_ip, refusal
+from scv.web.addresses import AddressPolicy, IPAddress, parse_ip
 from scv.web.urls import WebUrl
 from workers.runtime import ToolFailure
 
 USER_AGENT = f"scv/{scv.__version__}"
 ACCEPT = "text/html,application/xhtml+xml,application/json;q=0.9,text/*;q=0.8,*/*;q=0.5"
-LOOPBACK = ipaddress.IPv4Address("127.0.0.1")
-
-
-@dataclass(frozen=True)
-class AddressPolicy:
-    allow_private: bool = False
-    # Test-only: 127.0.0.1 at exactly these ports. Only a test constructs the web_fetch spec with
-    # ports; no configuration key or tool argument reaches this.
-    loopback_ports: frozenset[int] = field(default_factory=frozenset)
-
-    def judge(self, address: IPAddress, port: int) -> str | None:
-        """Why `address` is refused, or None when web_fetch may connect to it."""
-        if self.allow_private:
-            return None
-        if address == LOOPBACK and port in self.loopback_ports:
-            return None
-        return refusal(address)
-
-
 def resolve(host: str, port: int) -> list[IPAddress]:
     """The one lookup of a host name: every address the system resolver gives for it."""
     try:

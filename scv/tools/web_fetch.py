@@ -7,6 +7,7 @@ from msgspec import Meta
 
 from scv.errors import RefusedError
 from scv.tools.base import Risk, ToolContext, ToolSpec
+from scv.web.addresses import AddressPolicy, refused_literal
 from scv.web.urls import MAX_URL_CHARS, UrlError, auto_approved, parse_url
 
 # Time for the conversion to text after the download's own deadline.
@@ -42,9 +43,14 @@ class WebFetchTool(ToolSpec):
 
     def check(self, args: WebFetchArgs, ctx: ToolContext) -> None:
         try:
-            parse_url(args.url)
+            url = parse_url(args.url)
         except UrlError as err:
             raise RefusedError(f"web_fetch refused the URL: {err}") from None
+        policy = AddressPolicy(allow_private=ctx.config.web.allow_private_addresses,
+                               loopback_ports=self._loopback_ports)
+        refused = refused_literal(url, policy)
+        if refused:
+            raise RefusedError(f"web_fetch refused the URL: {refused}")
 
     def _auto_approved(self, args: WebFetchArgs, ctx: ToolContext) -> bool:
         return auto_approved(parse_url(args.url), ctx.config.web.auto_approve_domains)

@@ -8,6 +8,7 @@ For IPv6 only global unicast (2000::/3) and the judged embedding forms can pass 
 """
 
 import ipaddress
+from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network
 
 IPAddress = IPv4Address | IPv6Address
@@ -110,3 +111,35 @@ def parse_ip(text: str) -> IPAddress | None:
         return ipaddress.ip_address(text)
     except ValueError:
         return None
+
+
+LOOPBACK = ipaddress.IPv4Address("127.0.0.1")
+
+
+@dataclass(frozen=True)
+class AddressPolicy:
+    allow_private: bool = False
+    # Test-only: 127.0.0.1 at exactly these ports. Only a test constructs the web_fetch spec with
+    # ports; no configuration key or tool argument reaches this.
+    loopback_ports: frozenset[int] = field(default_factory=frozenset)
+
+    def judge(self, address: IPAddress, port: int) -> str | None:
+        """Why `address` is refused, or None when web_fetch may connect to it."""
+        if self.allow_private:
+            return None
+        if address == LOOPBACK and port in self.loopback_ports:
+            return None
+        return refusal(address)
+
+
+def refused_literal(url, policy: AddressPolicy) -> str | None:
+    """The sentence refusing a URL whose host is an IP literal web_fetch must not reach, or None.
+    Names are judged by the worker after its one lookup; a literal needs no lookup, so it is
+    judged before approval too and the user is never asked about a fetch that cannot run."""
+    if url.ip is None:
+        return None
+    why = policy.judge(url.ip, url.port)
+    if not why:
+        return None
+    return (f"{url.host} is {why}; web_fetch only reaches public addresses (the user can allow others with "
+            "web.allow_private_addresses)")
