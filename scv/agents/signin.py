@@ -18,17 +18,21 @@ def _read_json(path: Path) -> object:
         return None
 
 
-def _grok(folder: Path, descriptor: Descriptor, environ: dict[str, str]) -> bool:
+def grok_login_stored(folder: Path) -> bool:
+    """A `grok login` sign-in in `auth.json`."""
     auth = _read_json(folder / "auth.json")
-    if isinstance(auth, dict) and auth:
-        return True
+    return isinstance(auth, dict) and bool(auth)
+
+
+def grok_config_model(folder: Path, descriptor: Descriptor, environ: dict[str, str]) -> str | None:
+    """The `[models] default` of `config.toml` when its profile holds a usable API key, else None."""
     try:
         config = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
+        return None
     models = config.get("models")
     if not isinstance(models, dict) or not isinstance(models.get("default"), str):
-        return False
+        return None
     default = models["default"]
     for key, profile in models.items():
         if not isinstance(profile, dict):
@@ -36,17 +40,21 @@ def _grok(folder: Path, descriptor: Descriptor, environ: dict[str, str]) -> bool
         if key != default and profile.get("id") != default and profile.get("model") != default:
             continue
         if isinstance(profile.get("api_key"), str) and profile["api_key"]:
-            return True
+            return default
         env_key = profile.get("env_key")
         if isinstance(env_key, str) and environ.get(env_key) and not is_removed(env_key, descriptor):
-            return True
-    return False
+            return default
+    return None
+
+
+def _grok(folder: Path, descriptor: Descriptor, environ: dict[str, str]) -> bool:
+    return grok_login_stored(folder) or grok_config_model(folder, descriptor, environ) is not None
 
 
 _EMPTY_YAML = ("", '""', "''", "~", "null")
 
 
-def _dsh(folder: Path) -> bool:
+def dsh_key_stored(folder: Path) -> bool:
     """A non-empty `refs.DEEPSEEK_API_KEY` in `.credentials.yaml` (block or flow style)."""
     try:
         text = (folder / ".credentials.yaml").read_text(encoding="utf-8")
@@ -91,7 +99,7 @@ def signed_in(descriptor: Descriptor, scv_home: Path, environ: dict[str, str] | 
     if descriptor.name == GROK:
         return _grok(folder, descriptor, dict(os.environ) if environ is None else environ)
     if descriptor.name == DSH:
-        return _dsh(folder)
+        return dsh_key_stored(folder)
     if descriptor.name == PI:
         return _pi(folder)
     return True

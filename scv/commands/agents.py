@@ -1,17 +1,24 @@
 """`scv agents ps|kill|gc`: the delegated agents of this `$SCV_HOME`, seen from any SCV process."""
 
+import os
 import sys
 from pathlib import Path
 
 import click
 import msgspec
 
+from scv.agents import dsh_key, pi_setup
+from scv.agents.imports import default_source, import_codex
+from scv.agents.login import (LOGIN_ARGS, LOGOUT_ARGS, descriptor_for, prepare_private_home, require_executable,
+                              run_attached, run_own_command, signin_environment)
+from scv.agents.secret_input import Answers
+from scv.agents.status_report import all_statuses
 from scv.config import scv_home
 from scv.delegations import records, transcripts_gc
 from scv.delegations.listing import describe, rows
 from scv.delegations.reconcile import reconcile, stop_and_remove
 from scv.errors import ScvError, UsageError
-from workers.agents.descriptors import DESCRIPTORS
+from workers.agents.descriptors import DESCRIPTORS, DSH, PI
 
 
 class NotFound(ScvError):
@@ -20,7 +27,7 @@ class NotFound(ScvError):
 
 @click.group("agents")
 def agents_command() -> None:
-    """Delegated agents: list the running ones, stop them, remove old transcripts."""
+    """Delegated agents: sign them in, list the running ones, stop them, remove old transcripts."""
 
 
 def _emit(value: dict) -> None:
@@ -118,3 +125,107 @@ def gc_command(agent: str | None, dry_run: bool, older_than: str, as_json: bool)
         if dry_run:
             for path in result.files:
                 click.echo(f"  {path}")
+
+
+# --- Signing in the delegated agents (logic in scv/agents/login.py, status_report.py, imports.py) ---
+
+def _exit(status: int) -> None:
+    if status:
+        sys.exit(status)
+
+
+@agents_command.command("login")
+@click.argument("name", metavar="AGENT")
+@click.argument("extra", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS...]")
+@click.option("--openai-compatible", is_flag=True,
+              help="pi only: point pi at an OpenAI-compatible endpoint (asks for what is missing, then the key).")
+@click.option("--base-url", metavar="URL", help="pi --openai-compatible: the endpoint's base URL.")
+@click.option("--wire-api", metavar="API", help="pi --openai-compatible: responses or chat.")
+@click.option("--model", metavar="ID", help="pi --openai-compatible: the default model.")
+def login_command(name: str, extra: tuple[str, ...], openai_compatible: bool, base_url: str | None,
+                  wire_api: str | None, model: str | None) -> None:
+    """Sign AGENT in inside its private SCV home (claude, codex, grok: their own login command, with
+    extra arguments after --; dsh: asks for the API key; pi: opens pi for /login)."""
+    descriptor_for(name)
+    home, environ = scv_home(), dict(os.environ)
+    pi_options = base_url is not None or wire_api is not None or model is not None
+    if name != PI and (openai_compatible or pi_options):
+        raise UsageError("--openai-compatible, --base-url, --wire-api and --model are for scv agents login pi only")
+    if pi_options and not openai_compatible:
+        raise UsageError("--base-url, --wire-api and --model go with --openai-compatible")
+    if name in LOGIN_ARGS:
+        _exit(run_own_command(name, LOGIN_ARGS, extra, home, environ))
+        return
+    if name == DSH:
+        if extra:
+            raise UsageError("a key is never accepted as an argument (it would stay in shell history and ps); run "
+                             "scv agents login dsh and type it when asked, or pipe it on stdin")
+        path = dsh_key.store_key(home, Answers().secret("DeepSeek API key"))
+        click.echo(f"dsh: API key stored in {path} (mode 0600)")
+        return
+    if openai_compatible:
+        if extra:
+            raise UsageError("scv agents login pi --openai-compatible takes no extra arguments; a key is never "
+                             "accepted as an argument (type it when asked, or pipe it on stdin)")
+        answers = Answers()
+        url = pi_setup.check_base_url(base_url or answers.value("base URL (such as https://relay.example/v1)"))
+        wire = pi_setup.check_wire_api(wire_api or answers.value("wire API (responses or chat)"))
+        chosen = pi_setup.check_model(model or answers.value("default model"))
+        key = answers.secret("API key")
+        pi_setup.configure(home, base_url=url, wire_api=wire, model=chosen, key=key)
+        click.echo(f"pi: provider {pi_setup.PROVIDER} ({pi_setup.WIRE_APIS[wire]} at {url}) is the default, "
+                   f"model {chosen}; files in {pi_setup.folder(home)} (mode 0600)")
+        return
+    descriptor = descriptor_for(PI)
+    executable = require_executable(descriptor, environ)
+    private = prepare_private_home(home, descriptor)
+    click.echo("pi opens in its private SCV home: run /login, pick a provider and sign in, then /quit.", err=True)
+    _exit(run_attached([executable, *extra], signin_environment(descriptor, environ, home), private))
+
+
+@agents_command.command("logout")
+@click.argument("name", metavar="AGENT")
+def logout_command(name: str) -> None:
+    """Sign AGENT out of its private SCV home (claude, codex, grok: their own logout command; dsh:
+    removes its key file; pi: removes its stored sign-ins and SCV's endpoint)."""
+    descriptor_for(name)
+    home = scv_home()
+    if name in LOGOUT_ARGS:
+        _exit(run_own_command(name, LOGOUT_ARGS, (), home, dict(os.environ)))
+    elif name == DSH:
+        click.echo("dsh: API key removed" if dsh_key.remove_key(home) else "dsh: no API key was stored")
+    else:
+        removed = pi_setup.remove(home)
+        click.echo(f"pi: removed {', '.join(removed)}" if removed else "pi: nothing was stored")
+
+
+@agents_command.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print {\"agents\": [...]} as JSON.")
+def status_command(as_json: bool) -> None:
+    """Every agent's sign-in state in its private SCV home, never a key or an account name."""
+    statuses = all_statuses(scv_home())
+    if as_json:
+        _emit({"agents": [s.as_dict() for s in statuses]})
+        return
+    for s in statuses:
+        advice = f" (scv agents login {s.agent})" if s.installed and s.signed_in is False else ""
+        click.echo(f"{s.agent:<7}{s.summary}{advice}")
+        if s.imported:
+            click.echo(f"{'':<7}imported from {s.imported['source']}: {s.imported['detail']}")
+
+
+@agents_command.command("import")
+@click.argument("name", metavar="AGENT", type=click.Choice(["codex"]))
+@click.option("--from", "source", metavar="DIR", type=click.Path(file_okay=False, path_type=Path),
+              help="Your own Codex folder (default: $CODEX_HOME, or ~/.codex).")
+def import_command(name: str, source: Path | None) -> None:
+    """Copy your own Codex setup (config.toml, and auth.json when it holds an API key) into Codex's
+    private SCV home; re-run it after changing that setup."""
+    chosen = source if source is not None else default_source(dict(os.environ))
+    report = import_codex(scv_home(), chosen)
+    click.echo(f"codex: imported {' and '.join(report.copied)} from {chosen} (mode 0600)")
+    for key, value in report.settings.items():
+        click.echo(f"  {key} = {value}")
+    click.echo(f"  {report.auth_note}")
+    for warning in report.warnings:
+        click.echo(f"warning: {warning}", err=True)
