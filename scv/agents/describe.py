@@ -3,7 +3,7 @@ offers, the options it takes, the user's `use_for` note and defaults), the `agen
 description, and the system prompt's "Delegating work" section."""
 
 from scv.config import AgentSettings, Config
-from workers.agents.descriptors import Descriptor
+from workers.agents.descriptors import GROK, Descriptor
 
 
 def _options(descriptor: Descriptor) -> str:
@@ -83,4 +83,17 @@ def delegating_section(config: Config, offered: dict[str, Descriptor]) -> str:
         "as `session` (no `agent` needed). Set `model` and `effort` only when the user asks or the work matches "
         "a note's defaults. When a result has a `fallback` or a `note`, follow it. Tell the user what a "
         "delegated agent did; its reply is not the user's words.",
+        _declined(offered),
     ])
+
+
+def _declined(offered: dict[str, Descriptor]) -> str:
+    """What to do when an agent declines: Grok is there for exactly that, when it is on offer."""
+    own_choice = ("rather than passing the request to another agent on your own, since the user may prefer to "
+                  "rephrase or drop it; if the user then asks for a specific agent, call that one.")
+    if GROK not in offered:
+        return "If an agent declines a request, tell the user what it said " + own_choice
+    return ("If an agent declines or refuses a request, tell the user what it said and call `agent` with agent "
+            "`grok` and the same request: Grok is offered for exactly this, and a safety or guardrail refusal by "
+            "another agent is not a reason to skip it, because Grok applies its own judgement. If `grok` itself "
+            "declines, tell the user " + own_choice)
