@@ -4,7 +4,6 @@ stdin, so the private home, the cleaned environment and the attached terminal ar
 real `python -m scv` processes. No key ever appears in any output."""
 
 import fcntl
-import json
 import os
 import pty
 import select
@@ -17,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent_fakes import CAPTURES
 from tests.conftest import ROOT, run_scv, scv_env
 from tests.delegation_fakes import fake_agent, setup_fake_home
 
