@@ -256,3 +256,42 @@ def test_import_codex_validates_both_files_before_writing_either(user, scv_home,
     assert CODEX_KEY not in proc.stderr
     assert not (scv_home / "agents" / "codex").exists() or not any((scv_home / "agents" / "codex").iterdir())
     assert not (scv_home / "state" / "imports" / "codex.json").exists()
+
+
+SCV_PROVIDER = '''[provider]
+active = "relay"
+[providers.relay]
+wire_api = "chat"
+model = "relay-model"
+base_url = "https://relay.example/v1"
+api_key_env = "MY_RELAY_KEY"
+'''
+
+
+def test_import_pi_from_scv_provider_resolves_the_key_now(user, tmp_path, scv_home):
+    (scv_home / "config.toml").write_text(SCV_PROVIDER)
+    env = scv_env(MY_RELAY_KEY=PI_KEY, SCV_HOME=str(scv_home))
+    proc = run_scv("agents", "import", "pi", "--from-scv-provider", env=env)
+    assert proc.returncode == 0, proc.stderr
+    folder = scv_home / "agents" / "pi" / ".pi" / "agent"
+    assert json.loads((folder / "models.json").read_text())["providers"]["scv"] == {
+        "baseUrl": "https://relay.example/v1", "api": "openai-completions", "models": [{"id": "relay-model"}]}
+    assert json.loads((folder / "auth.json").read_text())["scv"]["key"] == PI_KEY
+    record = scv_home / "state" / "imports" / "pi.json"
+    assert mode(record) == 0o600 and PI_KEY not in record.read_text()
+    fake_agent(tmp_path, "pi", "exit 0\n")
+    assert status_of("pi", env)["import"]["detail"] == "up to date"
+    (scv_home / "config.toml").write_text(SCV_PROVIDER.replace("relay-model", "other-model"))
+    status = run_scv("agents", "status", env=env)
+    assert ("the source has changed since the import; run scv agents import pi --from-scv-provider again"
+            in status.stdout)
+    for output in (proc.stdout, proc.stderr, status.stdout):
+        assert PI_KEY not in output
+
+
+def test_import_pi_needs_the_key_variable_set(user, scv_home):
+    (scv_home / "config.toml").write_text(SCV_PROVIDER)
+    proc = run_scv("agents", "import", "pi", "--from-scv-provider")
+    assert proc.returncode == 2 and "MY_RELAY_KEY, which is not set here" in proc.stderr
+    assert not (scv_home / "agents" / "pi").exists()
+    assert run_scv("agents", "import", "pi").returncode == 2

@@ -10,6 +10,7 @@ import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from scv.delegations.records import ensure_folder, write_atomic
 from scv.errors import ScvError, UsageError
@@ -140,20 +141,24 @@ class ImportState:
     detail: str           # "up to date" or what changed, with the command to run
 
 
-def import_state(scv_home: Path, agent: str) -> ImportState | None:
-    """The recorded import of `agent` compared with its source now; None when there was none."""
+def codex_digest_now(source: str) -> str:
+    return read_setup(Path(source)).digest
+
+
+def import_state(scv_home: Path, agent: str, digest_now: Callable[[str], str], rerun: str) -> ImportState | None:
+    """The recorded import of `agent` compared with its source now (`digest_now(source)`, raising
+    ScvError when the source cannot be read); None when there was none. `rerun` may use {source}."""
     try:
         record = json.loads((records_folder(scv_home) / f"{agent}.json").read_text(encoding="utf-8"))
-        source = Path(record["source"])
+        source = str(record["source"])
         digest = record["digest"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    rerun = f"run scv agents import {agent} --from {source} again"
+    rerun = "run " + rerun.format(source=source) + " again"
     try:
-        current = read_setup(source).digest
+        current = digest_now(source)
     except ScvError:
-        return ImportState(str(source), False, f"the source is gone or unreadable since the import; {rerun}")
+        return ImportState(source, False, f"the source is gone or unreadable since the import; {rerun}")
     if current == digest:
-        return ImportState(str(source), True, "up to date")
-    return ImportState(str(source), False, f"the source has changed since the import; {rerun}")
-
+        return ImportState(source, True, "up to date")
+    return ImportState(source, False, f"the source has changed since the import; {rerun}")

@@ -9,6 +9,7 @@ import msgspec
 
 from scv.agents import dsh_key, pi_setup
 from scv.agents.imports import default_source, import_codex
+from scv.agents.pi_import import import_scv_provider
 from scv.agents.login import (LOGIN_ARGS, LOGOUT_ARGS, descriptor_for, prepare_private_home, require_executable,
                               run_attached, run_own_command, signin_environment)
 from scv.agents.secret_input import Answers
@@ -215,12 +216,25 @@ def status_command(as_json: bool) -> None:
 
 
 @agents_command.command("import")
-@click.argument("name", metavar="AGENT", type=click.Choice(["codex"]))
+@click.argument("name", metavar="AGENT", type=click.Choice(["codex", "pi"]))
 @click.option("--from", "source", metavar="DIR", type=click.Path(file_okay=False, path_type=Path),
-              help="Your own Codex folder (default: $CODEX_HOME, or ~/.codex).")
-def import_command(name: str, source: Path | None) -> None:
-    """Copy your own Codex setup (config.toml, and auth.json when it holds an API key) into Codex's
-    private SCV home; re-run it after changing that setup."""
+              help="codex: your own Codex folder (default: $CODEX_HOME, or ~/.codex).")
+@click.option("--from-scv-provider", is_flag=True, help="pi: use SCV's own active provider (required for pi).")
+def import_command(name: str, source: Path | None, from_scv_provider: bool) -> None:
+    """Copy a setup into an agent's private SCV home: codex gets your own Codex config.toml (and
+    auth.json when it holds an API key); pi --from-scv-provider gets SCV's active provider. Re-run
+    it after changing the source."""
+    if name == PI:
+        if not from_scv_provider or source is not None:
+            raise UsageError("scv agents import pi takes --from-scv-provider (and no --from); to sign pi in "
+                             "otherwise, run scv agents login pi")
+        provider = import_scv_provider(scv_home(), dict(os.environ))
+        click.echo(f"pi: provider {pi_setup.PROVIDER} is SCV's provider {provider.name} "
+                   f"({pi_setup.WIRE_APIS[provider.wire_api]} at {provider.base_url}), model {provider.model}; "
+                   f"key stored in {pi_setup.folder(scv_home())} (mode 0600)")
+        return
+    if from_scv_provider:
+        raise UsageError("--from-scv-provider is for scv agents import pi only")
     chosen = source if source is not None else default_source(dict(os.environ))
     report = import_codex(scv_home(), chosen)
     click.echo(f"codex: imported {' and '.join(report.copied)} from {chosen} (mode 0600)")

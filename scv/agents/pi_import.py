@@ -1,0 +1,67 @@
+"""`scv agents import pi --from-scv-provider`: pi gets SCV's own active provider (base URL, wire
+API, model and key) as its provider `scv`. The key is resolved now, from `api_key` or the
+`api_key_env` variable, because delegated agents never inherit key variables."""
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from scv.agents import pi_setup
+from scv.config import load_config
+from scv.delegations.records import write_atomic
+from scv.errors import ConfigError
+from scv.agents.imports import records_folder
+
+AGENT = "pi"
+SOURCE = "SCV's active provider"
+
+
+@dataclass
+class ScvProvider:
+    name: str
+    base_url: str
+    wire_api: str
+    model: str
+    key: str
+
+    @property
+    def digest(self) -> str:
+        fields = [self.name, self.base_url, self.wire_api, self.model, self.key]
+        return hashlib.sha256("\0".join(fields).encode()).hexdigest()
+
+
+def active_provider(scv_home: Path, environ: dict[str, str]) -> ScvProvider:
+    config = load_config(None, scv_home)
+    name = config.provider.active
+    profile = config.providers.get(name) if name else None
+    if profile is None:
+        raise ConfigError("SCV has no active provider to import; set [provider] active and its [providers.NAME] "
+                          "table in $SCV_HOME/config.toml first")
+    if not profile.model:
+        raise ConfigError(f"providers.{name} names no model; set providers.{name}.model, then import again")
+    if profile.api_key_env:
+        key = environ.get(profile.api_key_env, "")
+        if not key:
+            raise ConfigError(f"providers.{name}.api_key_env names {profile.api_key_env}, which is not set here; "
+                              f"export it in this shell, then import again")
+    else:
+        key = profile.api_key or ""
+    if not key:
+        raise ConfigError(f"providers.{name} has no api_key or api_key_env; pi needs a key for the endpoint")
+    return ScvProvider(name, pi_setup.check_base_url(profile.base_url), profile.wire_api, profile.model, key)
+
+
+def import_scv_provider(scv_home: Path, environ: dict[str, str]) -> ScvProvider:
+    provider = active_provider(scv_home, environ)
+    pi_setup.configure(scv_home, base_url=provider.base_url, wire_api=provider.wire_api, model=provider.model,
+                       key=provider.key)
+    record = {"agent": AGENT, "source": SOURCE, "digest": provider.digest, "imported_at": int(time.time())}
+    write_atomic(records_folder(scv_home) / f"{AGENT}.json", (json.dumps(record, indent=2) + "\n").encode())
+    return provider
+
+
+def current_digest(scv_home: Path) -> str:
+    return active_provider(scv_home, dict(os.environ)).digest
