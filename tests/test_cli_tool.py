@@ -4,6 +4,7 @@ import json
 import os
 import pty
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -112,3 +113,25 @@ def test_on_a_terminal_scv_tool_asks(workspace, answer, code):
     assert b"write (filesystem) wants to create t.txt" in prompt
     assert returncode == code
     assert (workspace / "t.txt").exists() is (code == 0)
+
+
+@pytest.mark.parametrize("sig, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_cancels_the_call_and_its_result_is_still_printed(workspace, sig, status):
+    from tests.test_exec_script import _assert_gone, _marker, _wait_for_sleepers
+    marker = _marker()
+    command = f"sleep {marker} & setsid sleep {marker} & sleep {marker}; wait"
+    proc = subprocess.Popen([sys.executable, "-m", "scv", "tool", "bash", json.dumps({"command": command}),
+                             "--auto-approve", "-C", str(workspace)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=scv_env())
+    try:
+        _wait_for_sleepers(marker)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == status, err
+    _assert_gone(marker)
+    value = json.loads(out)
+    assert value["cancelled"] is True and "cancelled" in value["error"] and value["exit_code"] is None

@@ -1,5 +1,7 @@
 """`scv tool NAME [ARGS_JSON]` and `scv tools`: any tool through the whole SCV path."""
 
+import contextlib
+import signal
 import sys
 
 import click
@@ -7,6 +9,7 @@ import msgspec
 
 from scv.approval import choose_approver
 from scv.calls import ToolRunner
+from scv.cancellation import Cancellation
 from scv.commands.common import load_context, workspace_option
 from scv.errors import RefusedError, ScvError
 from scv.supervisor import Supervisor
@@ -28,7 +31,8 @@ def tool_command(name: str, args_json: str | None, workspace: str | None, auto_a
 
     ARGS_JSON is a JSON object of the tool's arguments; without it they are read from stdin.
     Exit status: 0 the tool succeeded, 1 it ran and failed (the result has an "error"),
-    2 the call was refused before anything ran.
+    2 the call was refused before anything ran; 130 (SIGINT) or 143 (SIGTERM) the running call
+    was cancelled and its processes stopped (the result is still printed).
     """
     stdin_is_terminal = sys.stdin.isatty()
     if args_json is None:
@@ -41,13 +45,37 @@ def tool_command(name: str, args_json: str | None, workspace: str | None, auto_a
         supervisor = Supervisor(preload=[spec.executor.partition(":")[0]])
         with supervisor:
             runner = ToolRunner(supervisor, registry, ctx, choose_approver(auto_approve, stdin_is_terminal))
-            result = runner.call(name, args_json)
+            prepared = runner.prepare(name, args_json)
+            runner.approve(prepared)
+            with _cancelled_by_signals() as (cancel, stopped_by):
+                result = runner.run(prepared, cancel=cancel)
     except ScvError as err:
         _emit({"error": str(err)})
         click.echo(f"scv: {err}", err=True)
         sys.exit(2 if isinstance(err, RefusedError) else err.exit_code)
     _emit(result.value)
+    if stopped_by:
+        sys.exit(130 if stopped_by[0] == signal.SIGINT else 143)
     sys.exit(0 if result.ok else 1)
+
+
+@contextlib.contextmanager
+def _cancelled_by_signals():
+    """While the call runs (after any y/N question), SIGINT and SIGTERM cancel it: its processes
+    get TERM, two seconds, then KILL, and the result still reaches stdout."""
+    cancel, stopped_by = Cancellation(), []
+
+    def on_signal(signum, frame):
+        stopped_by.append(signum)
+        cancel.cancel()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield cancel, stopped_by
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        cancel.close()
 
 
 @click.command("tools")
