@@ -69,8 +69,10 @@ def test_codex_status_never_shows_the_part_of_the_key_codex_prints(user, tmp_pat
 
 
 def test_uninstalled_agents_say_so(user):
-    for agent in ("claude", "codex", "grok", "dsh", "pi"):
-        entry = status_of(agent)
+    proc = run_scv("agents", "status", "--json")
+    entries = json.loads(proc.stdout)["agents"]
+    assert [e["agent"] for e in entries] == ["claude", "codex", "grok", "dsh", "pi"]
+    for entry in entries:
         assert entry["installed"] is False and entry["summary"].startswith("not installed")
 
 
