@@ -6,6 +6,8 @@ to it as that call's failed result, never a crash. The turn ends with `turn.comp
 `turn.failed` when the provider fails, the turn limit is reached, or the turn is cancelled.
 """
 
+import sys
+import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +33,7 @@ class TurnOutcome:
     status: str                     # "completed", "failed" or "cancelled"
     reply: str = ""
     error: str = ""
-    reason: str = ""                # of a failure: "provider", "turn_limit", "cancelled"
+    reason: str = ""                # of a failure: "provider", "turn_limit", "cancelled", "internal"
     usage: Usage = field(default_factory=Usage)
 
 
@@ -65,6 +67,13 @@ def run_turn(session: "Session", prompt: str, *, cancel: Cancellation, origin: d
         outcome.error = f"the turn was cancelled ({session.cancel_reason})"
     except ProviderError as err:
         outcome.reason, outcome.error = ("turn_limit" if isinstance(err, TurnLimit) else "provider"), str(err)
+    except Exception as err:
+        # A bug of SCV's own must end this turn, not the server's turn thread: later turns still
+        # run, and the traceback goes to stderr for the report.
+        traceback.print_exc(file=sys.stderr)
+        outcome.reason = "internal"
+        outcome.error = (f"SCV failed with an internal error ({type(err).__name__}: {str(err)[:200]}); the "
+                         "conversation is kept, so the turn can be retried; please report the traceback on stderr")
     finally:
         session.phase = "idle"
     if outcome.status == "completed":

@@ -104,6 +104,18 @@ def test_provider_error_fails_the_turn_with_its_sentence(supervisor, workspace):
                                         "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}})
 
 
+def test_an_internal_error_fails_only_its_turn(supervisor, workspace, capsys):
+    session, seen = make_session(supervisor, workspace, [KeyError("surprise"), ModelReply(text="still here")])
+    outcome = session.run_turn("go", cancel=Cancellation())
+    assert outcome.status == "failed" and outcome.reason == "internal"
+    name, params = seen[-1]
+    assert name == "turn.failed" and params["reason"] == "internal"
+    assert params["error"].startswith("SCV failed with an internal error (KeyError: 'surprise');")
+    assert "Traceback" in capsys.readouterr().err
+    # The session is not broken: the next turn runs and replies.
+    assert session.run_turn("again", cancel=Cancellation()).reply == "still here"
+
+
 class FakeClock:
     def __init__(self):
         self.now = 100.0
