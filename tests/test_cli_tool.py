@@ -87,6 +87,16 @@ def test_tools_lists_risk_and_schema():
     assert "bash" in plain.stdout and "process" in plain.stdout
 
 
+def test_tools_json_reports_a_broken_config_as_json(scv_home):
+    (scv_home / "config.toml").write_text("[tools]\nbogus = 1\n")
+    proc = run_scv("tools", "--json")
+    assert proc.returncode == 2
+    assert "unknown key tools.bogus" in result_json(proc)["error"]
+    assert "unknown key tools.bogus" in proc.stderr
+    plain = run_scv("tools")
+    assert plain.returncode == 2 and plain.stdout == "" and "unknown key tools.bogus" in plain.stderr
+
+
 def _run_on_terminal(args, answer, cwd):
     """Runs scv with a pseudo-terminal as stdin and stderr; types `answer` at the prompt."""
     leader, follower = pty.openpty()

@@ -83,8 +83,16 @@ def _cancelled_by_signals():
 @click.option("--json", "as_json", is_flag=True, help="Print the tools as JSON, with their schemas.")
 def tools_command(workspace: str | None, as_json: bool) -> None:
     """List the tools with their risk (and, with --json, their JSON Schema)."""
-    ctx = load_context(workspace)
-    described = [spec.describe(ctx) for spec in build_registry(ctx)]
+    try:
+        ctx = load_context(workspace)
+        described = [spec.describe(ctx) for spec in build_registry(ctx)]
+    except ScvError as err:
+        if not as_json:
+            raise
+        # A machine reading --json gets the sentence on stdout too, as `scv tool` gives it.
+        _emit({"error": str(err)})
+        click.echo(f"scv: {err}", err=True)
+        sys.exit(err.exit_code)
     if as_json:
         _emit({"tools": described})
         return
