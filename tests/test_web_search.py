@@ -139,6 +139,14 @@ def test_brave_results_with_the_key_from_config(supervisor, workspace, server):
     assert parse_qs(urlsplit(seen.path).query) == {"q": ["tokio"], "count": ["3"]}
 
 
+def test_brave_counts_stop_at_the_20_its_api_gives(supervisor, workspace, server):
+    server.routes["/res/v1/web/search"] = Reply(body=json.dumps(BRAVE_RESULTS).encode(), content_type="application/json")
+    runner = brave_runner(supervisor, workspace, server, brave_api_key="k", max_search_results=30)
+    assert runner.registry.get("web_search").schema(runner.ctx)["properties"]["count"]["anyOf"][0]["maximum"] == 20
+    assert runner.call("web_search", {"query": "tokio", "count": 25}).ok
+    assert parse_qs(urlsplit(server.seen[0].path).query)["count"] == ["20"]
+
+
 def test_brave_key_from_its_variable(supervisor, workspace, server, monkeypatch):
     monkeypatch.setenv("MY_BRAVE_KEY", "key-from-env")
     server.routes["/res/v1/web/search"] = Reply(body=json.dumps({"type": "search"}).encode(),

@@ -13,6 +13,10 @@ BRAVE_ENDPOINT = "https://api.search.brave.com/res/v1/web/search"
 SEARCH_TIMEOUT_SECONDS = 30
 
 
+# The Brave Search API's documented ceiling for `count`.
+BRAVE_MAX_COUNT = 20
+
+
 class WebSearchArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     query: Annotated[str, Meta(min_length=1, max_length=2000, description="What to search the web for.")]
     count: Annotated[int, Meta(ge=1, description=(
@@ -43,7 +47,7 @@ class WebSearchTool(ToolSpec):
 
     def schema(self, ctx: ToolContext) -> dict:
         schema = super().schema(ctx)
-        set_maximum(schema, "count", ctx.config.web.max_search_results)
+        set_maximum(schema, "count", _ceiling(ctx))
         return schema
 
     def options(self, ctx: ToolContext) -> dict:
@@ -58,5 +62,12 @@ class WebSearchTool(ToolSpec):
         return options
 
     def worker_args(self, args: WebSearchArgs, ctx: ToolContext) -> dict:
-        ceiling = ctx.config.web.max_search_results
+        ceiling = _ceiling(ctx)
         return {"query": args.query, "count": min(args.count or ceiling, ceiling)}
+
+
+def _ceiling(ctx: ToolContext) -> int:
+    """The most results one call returns: web.max_search_results, and for Brave at most the 20
+    its API gives per request, so the schema never promises more than a call can bring."""
+    ceiling = ctx.config.web.max_search_results
+    return min(ceiling, BRAVE_MAX_COUNT) if ctx.config.web.search == "brave" else ceiling
