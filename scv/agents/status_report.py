@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from scv.agents import pi_setup
+from scv.agents import grok_import, pi_setup
 from scv.agents import pi_import
 from scv.agents.imports import codex_digest_now, import_state
 from scv.agents.login import StatusFailed, executable_for, run_status_command
@@ -128,6 +128,8 @@ def agent_status(name: str, scv_home: Path, environ: dict[str, str]) -> AgentSta
         result = AgentStatus(name, descriptor.product, executable is not None, ok, summary)
     if name == CODEX:
         found = import_state(scv_home, name, codex_digest_now, "scv agents import codex --from {source}")
+    elif name == GROK:
+        found = import_state(scv_home, name, grok_import.current_digest, grok_import.RERUN)
     elif name == PI:
         found = import_state(scv_home, name, lambda _: pi_import.current_digest(scv_home),
                              "scv agents import pi --from-scv-provider")

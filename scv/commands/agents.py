@@ -1,5 +1,6 @@
 """`scv agents ps|kill|gc`: the delegated agents of this `$SCV_HOME`, seen from any SCV process."""
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -7,7 +8,7 @@ from pathlib import Path
 import click
 import msgspec
 
-from scv.agents import dsh_key, pi_setup
+from scv.agents import dsh_key, grok_import, pi_setup
 from scv.agents.imports import default_source, import_codex
 from scv.agents.pi_import import import_scv_provider
 from scv.agents.login import (LOGIN_ARGS, LOGOUT_ARGS, descriptor_for, prepare_private_home, require_executable,
@@ -216,14 +217,16 @@ def status_command(as_json: bool) -> None:
 
 
 @agents_command.command("import")
-@click.argument("name", metavar="AGENT", type=click.Choice(["codex", "pi"]))
+@click.argument("name", metavar="AGENT", type=click.Choice(["codex", "grok", "pi"]))
 @click.option("--from", "source", metavar="DIR", type=click.Path(file_okay=False, path_type=Path),
-              help="codex: your own Codex folder (default: $CODEX_HOME, or ~/.codex).")
+              help="codex: your own Codex folder (default: $CODEX_HOME, or ~/.codex); grok: your own Grok "
+                   "folder (default: $GROK_HOME, or ~/.grok).")
 @click.option("--from-scv-provider", is_flag=True, help="pi: use SCV's own active provider (required for pi).")
 def import_command(name: str, source: Path | None, from_scv_provider: bool) -> None:
     """Copy a setup into an agent's private SCV home: codex gets your own Codex config.toml (and
-    auth.json when it holds an API key); pi --from-scv-provider gets SCV's active provider. Re-run
-    it after changing the source."""
+    auth.json when it holds an API key); grok gets your own Grok config.toml, merged by top-level
+    table (yours win); pi --from-scv-provider gets SCV's active provider. Re-run it after changing
+    the source."""
     if name == PI:
         if not from_scv_provider or source is not None:
             raise UsageError("scv agents import pi takes --from-scv-provider (and no --from); to sign pi in "
@@ -235,6 +238,9 @@ def import_command(name: str, source: Path | None, from_scv_provider: bool) -> N
         return
     if from_scv_provider:
         raise UsageError("--from-scv-provider is for scv agents import pi only")
+    if name == "grok":
+        _import_grok(source if source is not None else grok_import.default_source(dict(os.environ)))
+        return
     chosen = source if source is not None else default_source(dict(os.environ))
     report = import_codex(scv_home(), chosen)
     click.echo(f"codex: imported {' and '.join(report.copied)} from {chosen} (mode 0600)")
@@ -242,4 +248,20 @@ def import_command(name: str, source: Path | None, from_scv_provider: bool) -> N
         click.echo(f"  {key} = {value}")
     click.echo(f"  {report.auth_note}")
     for warning in report.warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
+def _import_grok(source: Path) -> None:
+    done = grok_import.import_grok(scv_home(), source)
+    click.echo(f"grok: imported {grok_import.CONFIG} from {source} into {done.destination} (mode 0600)")
+    if done.kept:
+        click.echo(f"  kept from SCV's copy: {', '.join(done.kept)}")
+    click.echo(f"  default model: {json.dumps(done.default_model)}" if done.default_model
+               else "  no default model ([models] default is not set)")
+    for profile in done.profiles:
+        mark = " (default)" if profile.default else ""
+        click.echo(f"  profile {json.dumps(profile.name)}: model {json.dumps(profile.model)}, {profile.key}{mark}")
+    if done.auth_note:
+        click.echo(f"  {done.auth_note}")
+    for warning in done.warnings:
         click.echo(f"warning: {warning}", err=True)
