@@ -162,6 +162,7 @@ def login_command(name: str, extra: tuple[str, ...], openai_compatible: bool, ba
         if extra:
             raise UsageError("a key is never accepted as an argument (it would stay in shell history and ps); run "
                              "scv agents login dsh and type it when asked, or pipe it on stdin")
+        dsh_key.check_editable(home)            # before the key is asked for
         path = dsh_key.store_key(home, Answers().secret("DeepSeek API key"))
         click.echo(f"dsh: API key stored in {path} (mode 0600)")
         return
