@@ -121,7 +121,8 @@ def kept_the_rest(original: str, edited: str) -> bool:
         return False
     rest = [line for line in lines if line.strip() != ours]
     before = ["refs:" if line.startswith("refs: {}") else line for line in original.split("\n")]
-    replaced = [i for i, line in enumerate(before) if line.startswith(" ") and line.strip().startswith("DEEPSEEK_API_KEY")]
+    replaced = [i for i, line in enumerate(before)
+                if line.startswith(" ") and line.strip().startswith("DEEPSEEK_API_KEY")]
     return rest == before or any(rest == before[:i] + before[i + 1:] for i in replaced)
 
 

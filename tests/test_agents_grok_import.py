@@ -3,7 +3,6 @@ or --from), and the text-level merge by top-level table behind it: generated pai
 always merge to exactly the dict merge {**scv, **user}, and a merge that would not is refused."""
 
 import json
-import random
 import stat
 import tomllib
 from pathlib import Path
@@ -189,7 +188,10 @@ def test_a_merge_that_loses_or_repeats_a_unit_is_refused(user_doc, scv_doc, rng,
         keyed = [u for u in units if u.key is not None]
         if text == user_text and keyed:
             victim = keyed[which % len(keyed)]
-            units.remove(victim) if which % 2 else units.append(victim)
+            if which % 2:
+                units.remove(victim)
+            else:
+                units.append(victim)
         return units
 
     toml_merge.split_units = faulty
