@@ -32,6 +32,14 @@ def parse(parser_class, agent: str, name: str, chunk: int = 7):
     return parser.report, lines
 
 
+def test_a_codex_count_of_another_type_drops_that_count_not_the_final_event():
+    parser = CodexJsonParser()
+    parser.lines(b'{"type":"item.completed","item":{"type":"agent_message","text":"done"}}\n'
+                 b'{"type":"turn.completed","usage":{"input_tokens":7,"output_tokens":"12","cached_input_tokens":true}}\n')
+    assert parser.report.finished and parser.report.reply == "done"
+    assert parser.report.usage == {"input_tokens": 7}
+
+
 def test_claude_captures():
     report, lines = parse(ClaudeStreamParser, "claude", "tool_bash_default_perms")
     assert report.reply.startswith("Tool finished.") and report.error is None and report.finished

@@ -28,11 +28,10 @@ class ErrorBody(msgspec.Struct, gc=False):
 
 
 class Usage(msgspec.Struct, gc=False):
-    # Typed, so the decoder checks the counts once in C: a line with a count of another type
-    # fails as a whole and is ignored like any event of an unknown shape.
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cached_input_tokens: int | None = None
+    # Untyped: a count of another type drops that count, never the turn's final event.
+    input_tokens: Any = None
+    output_tokens: Any = None
+    cached_input_tokens: Any = None
 
 
 class Event(msgspec.Struct, gc=False):
@@ -110,7 +109,8 @@ class CodexJsonParser(StreamParser):
         if usage is not None:
             counts = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
                       "cached_input_tokens": usage.cached_input_tokens}
-            self.report.usage = {name: value for name, value in counts.items() if value is not None} or None
+            self.report.usage = {name: value for name, value in counts.items()
+                                 if type(value) is int} or None     # bool is not a count
 
     def _failed(self, event: Event) -> None:
         self.report.finished = True
