@@ -174,3 +174,21 @@ def test_dsh_login_at_a_terminal_does_not_echo_the_key(user, scv_home):
     assert "DeepSeek API key (not shown):" in shown and DSH_KEY not in shown
     path = scv_home / "agents" / "dsh" / ".dsh" / ".credentials.yaml"
     assert DSH_KEY in path.read_text()
+
+
+def test_a_status_command_that_never_answers_is_stopped_even_if_a_descendant_keeps_its_pipes(tmp_path,
+                                                                                             monkeypatch):
+    import psutil
+
+    from scv.agents import login
+    monkeypatch.setattr(login, "STATUS_TIMEOUT_SECONDS", 0.5)
+    marker = f"59.{os.getpid()}{time.monotonic_ns() % 100000}"     # a sleep only this test starts
+    # The escapee leaves the process group and keeps stdout and stderr open.
+    script = f"setsid sleep {marker} & sleep 60\n"
+    try:
+        with pytest.raises(login.StatusFailed, match="did not answer within 0.5 seconds"):
+            login.run_captured(["bash", "-c", script], dict(os.environ), tmp_path)
+    finally:
+        for proc in psutil.process_iter(["cmdline"]):
+            if proc.info["cmdline"] == ["sleep", marker]:
+                proc.kill()     # this test's own escapee, found by its unique name

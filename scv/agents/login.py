@@ -113,7 +113,10 @@ def run_captured(argv: list[str], env: dict[str, str], cwd: Path) -> Captured:
             os.killpg(child.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        child.communicate()
+        # Not communicate(): a descendant that left the group could hold the pipes open forever.
+        child.wait()
+        child.stdout.close()
+        child.stderr.close()
         raise StatusFailed(f"{' '.join(argv[1:])} did not answer within {STATUS_TIMEOUT_SECONDS} seconds") from None
     return Captured(child.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
 
