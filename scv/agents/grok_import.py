@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from scv.agents.imports import ImportFailed, records_folder
+from scv.agents.imports import ImportFailed, records_folder, read_source as _read
 from scv.agents.login import prepare_private_home
 from scv.agents.toml_merge import MergeRefused, merge
 from scv.delegations.records import write_atomic
@@ -31,15 +31,6 @@ def default_source(environ: dict[str, str]) -> Path:
 
 def destination(scv_home: Path) -> Path:
     return state_dir(scv_home, DESCRIPTORS[GROK]) / CONFIG
-
-
-def _read(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as err:
-        raise ImportFailed(f"could not read {path} ({err.strerror}); check its permissions") from None
 
 
 def _toml_text(path: Path, data: bytes, advice: str) -> str:

@@ -55,7 +55,8 @@ class CodexSetup:
         return h.hexdigest()
 
 
-def _read(path: Path) -> bytes | None:
+def read_source(path: Path) -> bytes | None:
+    """A file to import, or None when it does not exist."""
     try:
         return path.read_bytes()
     except FileNotFoundError:
@@ -68,14 +69,14 @@ def read_setup(source: Path) -> CodexSetup:
     if not source.is_dir():
         raise UsageError(f"{source} is not a folder; pass --from with your Codex folder (the one holding "
                          "config.toml)")
-    config_bytes = _read(source / CONFIG)
+    config_bytes = read_source(source / CONFIG)
     if config_bytes is None:
         raise UsageError(f"{source} has no {CONFIG} to import; pass --from with your Codex folder")
     try:
         config = tomllib.loads(config_bytes.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
         raise ImportFailed(f"{source / CONFIG} is not valid TOML ({err}); fix it, then import again") from None
-    auth_bytes = _read(source / AUTH)
+    auth_bytes = read_source(source / AUTH)
     auth_note = "no auth.json (nothing to copy)"
     copied_auth = None
     if auth_bytes is not None:
