@@ -257,8 +257,8 @@ def test_a_broken_stdout_cancels_the_turn_and_the_server_exits(workspace, tmp_pa
             proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).encode()
                              + b"\n")
             proc.stdin.flush()
-            while json.loads(proc.stdout.readline()).get("id") != id:
-                pass
+            reply = _skip_to_reply(proc.stdout, id)
+            assert "error" not in reply, reply
         proc.stdout.close()         # the client stops reading; its stdin stays open and silent
         (workspace / "go").touch()  # the first call ends: its tool.completed cannot be written
         assert proc.wait(30) == 0
@@ -267,3 +267,11 @@ def test_a_broken_stdout_cancels_the_turn_and_the_server_exits(workspace, tmp_pa
             proc.kill()
             proc.wait()
     _assert_gone(marker)            # the second call never ran, or was stopped
+
+
+def _skip_to_reply(stdout, id: int) -> dict:
+    """Reads past notifications to the reply to request `id`."""
+    while True:
+        message = json.loads(stdout.readline())
+        if message.get("id") == id:
+            return message
