@@ -23,12 +23,11 @@ from scv.errors import ProtocolError
 from scv.frames import FrameReader, frame
 from scv.messages import (ApprovalAnswer, ApprovalRequest, Call, Cancel, Exited, Progress, Result, Spawn,
                           Spawned, SpawnFailed, decode_from_fork_point, decode_from_worker, encode)
-from workers import stopping
-from workers.oscalls import REAL, ProcessOps
+from scv import stopping
+from scv.oscalls import REAL, ProcessOps
 
 STDERR_TAIL_BYTES = 2048
 BACKSTOP_SECONDS = 10.0     # past the call's timeout: the worker's own stop takes at most ~3 s
-CANCEL_SECONDS = 6.0        # after Cancel: TERM, 2 s grace, KILL, bounded drain
 EXIT_WAIT_SECONDS = 5.0
 PIPE_SIZE = 1 << 20
 F_SETPIPE_SZ, F_GETPIPE_SZ = 1031, 1032
@@ -200,7 +199,7 @@ class Supervisor:
                                 os.write(to_w, frame(encode(Cancel())))
                             except OSError:
                                 pass
-                        backstop = min(backstop, now() + CANCEL_SECONDS)
+                        backstop = min(backstop, now() + stopping.CANCEL_BOUND_SECONDS)
                         continue
                     chunk = os.read(key.fd, 1 << 16)
                     if not chunk:
@@ -243,10 +242,9 @@ class Supervisor:
 
     def _kill_worker(self, call: Call, pending: _Pending) -> None:
         pending.spawned.wait(EXIT_WAIT_SECONDS)
-        if pending.pid:
-            # RUNNING -> KILLED: the worker's group, then anything tagged with the call.
-            self._ops.signal_group(pending.pid, signal.SIGKILL)
-        self._stop_tagged(call, immediate=True)
+        # RUNNING -> KILLED: the worker's group, then anything tagged with the call.
+        stopping.stop(self._ops, group=pending.pid or None, find=lambda: self._ops.tagged(call.handle),
+                      immediate=True)
 
     def _stop_tagged(self, call: Call, immediate: bool = False) -> None:
         if self._ops.tagged(call.handle):

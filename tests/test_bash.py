@@ -7,7 +7,7 @@ import pytest
 
 from scv.cancellation import Cancellation
 from scv.config import Config, ToolsConfig
-from workers.oscalls import REAL
+from scv.oscalls import REAL
 
 
 def bash(runner, command, **kw):

@@ -11,7 +11,7 @@ import pytest
 from scv.config import Config, ToolsConfig
 from scv.errors import RefusedError
 from scv.tools.base import Risk
-from workers.oscalls import REAL
+from scv.oscalls import REAL
 
 
 def call(runner, tool, **args):

@@ -2,7 +2,7 @@
 
 import signal
 
-from workers import stopping
+from scv import stopping
 
 
 class FakeOps:

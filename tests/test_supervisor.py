@@ -9,7 +9,7 @@ import pytest
 from scv.cancellation import Cancellation
 from scv.messages import Call
 from scv.supervisor import Supervisor
-from workers.oscalls import REAL
+from scv.oscalls import REAL
 
 
 def make_call(supervisor, executor, args=None, timeout=30.0, workspace="/"):
@@ -77,8 +77,8 @@ def test_a_worker_that_ignores_its_deadline_is_killed_by_the_backstop(monkeypatc
 
 
 def test_cancelling_a_worker_that_ignores_cancellation(monkeypatch):
-    import scv.supervisor as module
-    monkeypatch.setattr(module, "CANCEL_SECONDS", 0.5)
+    import scv.stopping as module
+    monkeypatch.setattr(module, "CANCEL_BOUND_SECONDS", 0.5)
     cancel = Cancellation()
     threading.Timer(0.3, cancel.cancel).start()
     with Supervisor(preload=[]) as sup:

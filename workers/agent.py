@@ -10,11 +10,12 @@ import os
 import shutil
 from pathlib import Path
 
+from scv import lineage
 from workers import delegation_records, process_runner
 from workers.agents import tracking
 from workers.agents.capture import Head, Tail
-from workers.agents.descriptors import DESCRIPTORS
-from workers.agents.environment import build_environment, prepare_home
+from scv.agents.descriptors import DESCRIPTORS
+from scv.agents.environment import build_environment, prepare_home
 from workers.agents.grace import ResultGraceToken
 from workers.agents.lines import LineSplitter
 from workers.agents.outcome import decide
@@ -66,10 +67,10 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
     if outfile:
         os.makedirs(os.path.dirname(outfile), mode=0o700, exist_ok=True)
     instance = ctx.call.handle.split("/", 1)[0]
-    parent = f"{instance}/{args['session_id']}/{args['delegation']}"
+    parent = lineage.link(instance, args["session_id"], args["delegation"])
     env = build_environment(descriptor, dict(os.environ), scv_home, parent=parent, depth=args["depth"],
                             full_permissions=args["full_permissions"])
-    run = tracking.DelegatedRun(handle=args["delegation"], agent=agent, parent=env["SCV_PARENT"],
+    run = tracking.DelegatedRun(handle=args["delegation"], agent=agent, parent=env[lineage.PARENT_VARIABLE],
                                 depth=args["depth"], cwd=cwd, conversation=args.get("conversation"),
                                 turn=args.get("turn"))
     try:

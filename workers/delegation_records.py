@@ -12,7 +12,7 @@ import os
 import time
 from pathlib import Path
 
-from scv.config import scv_home
+from scv import lineage, oscalls
 from scv.delegations import processes, records
 from workers.agents import tracking
 from workers.agents.tracking import DelegatedRun
@@ -20,25 +20,22 @@ from workers.agents.tracking import DelegatedRun
 
 def _owner() -> tuple[int, float]:
     """The supervisor: this worker's parent is the fork point, whose parent owns the run."""
-    import psutil
-    try:
-        owner = psutil.Process(os.getppid()).ppid()
-    except psutil.Error:
-        owner = os.getppid()
+    owner = oscalls.parent_of(os.getppid()) or os.getppid()
     return owner, processes.start_time(owner) or 0.0
 
 
 class RecordKeeper:
     def __init__(self, home: Path | None = None):
-        self.home = home
+        self.home = home            # the calling session's SCV_HOME, set by the executor
         self.killed = False         # `scv agents kill` stopped the run this worker watched
 
     def _home(self) -> Path:
-        return self.home or scv_home()
+        if self.home is None:
+            raise RuntimeError("the record keeper was not given the session's SCV_HOME")
+        return self.home
 
     def started(self, run: DelegatedRun, pid: int) -> None:
-        link = run.parent.rsplit(",", 1)[-1]
-        session = link.split("/")[1] if link.count("/") >= 2 else ""
+        session = lineage.session_of(lineage.last_link(run.parent))
         owner_pid, owner_start = _owner()
         record = records.Record(handle=run.handle, agent=run.agent, parent=run.parent, session=session,
                                 cwd=run.cwd, depth=run.depth, pid=pid, pid_start=processes.start_time(pid) or 0.0,
@@ -47,7 +44,7 @@ class RecordKeeper:
         records.write(self._home(), record)
 
     def ended(self, run: DelegatedRun, pid: int, exit_code: int | None, signal: str | None) -> None:
-        link = run.parent.rsplit(",", 1)[-1]
+        link = lineage.last_link(run.parent)
         if processes.tagged(link):
             # FINISHED -> STOPPING: descendants that escaped the group and the worker's reach.
             processes.stop_run(None, None, link)

@@ -20,13 +20,13 @@ import os
 import selectors
 import signal
 import socket
-import time
 
+from scv import stopping
 from scv.messages import Exited, Spawned, SpawnFailed, decode_spawn, encode
+from scv.oscalls import REAL
 
 PR_SET_CHILD_SUBREAPER = 36
 MAX_PACKET = 65536
-SHUTDOWN_GRACE = 3.0
 
 
 def _prctl(option: int, value: int) -> None:
@@ -186,19 +186,7 @@ def serve(sock: socket.socket, preload: list[str]) -> None:
 
 
 def _shutdown(children: dict[int, str | None], reap) -> None:
-    for pid in list(children):
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    deadline = time.monotonic() + SHUTDOWN_GRACE
-    while children and time.monotonic() < deadline:
-        reap()
-        if children:
-            time.sleep(0.002)
-    for pid in list(children):
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    reap()
+    # SERVING -> STOPPING: workers take TERM as cancellation and stop their own processes first;
+    # whatever has not exited within a cancelled call's bound gets KILL.
+    stopping.stop(REAL, group=None, find=lambda: list(children), immediate=False,
+                  grace=stopping.CANCEL_BOUND_SECONDS, reap=reap)

@@ -17,9 +17,9 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Callable
 
-from workers import stopping
+from scv import stopping
 from workers.cancel_token import CancelToken
-from workers.oscalls import REAL, TAG_VARIABLE, ProcessOps
+from scv.oscalls import REAL, TAG_VARIABLE, ProcessOps
 
 READ_CHUNK = 128 << 10      # larger reads were slower here: the first flood in a process paid ~2x
 PIPE_SIZE = 1 << 20

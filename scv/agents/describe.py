@@ -3,7 +3,7 @@ offers, the options it takes, the user's `use_for` note and defaults), the `agen
 description, and the system prompt's "Delegating work" section."""
 
 from scv.config import AgentSettings, Config
-from workers.agents.descriptors import GROK, Descriptor
+from scv.agents.descriptors import GROK, Descriptor
 
 
 def _options(descriptor: Descriptor) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from scv.delegations.records import write_atomic
 from scv.errors import ScvError
-from workers.agents.descriptors import DESCRIPTORS, DSH, state_dir
+from scv.agents.descriptors import DESCRIPTORS, DSH, state_dir
 
 CREDENTIALS = ".credentials.yaml"
 REFS, ENTRY = "refs", "DEEPSEEK_API_KEY"

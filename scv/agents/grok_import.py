@@ -16,8 +16,8 @@ from scv.agents.login import prepare_private_home
 from scv.agents.toml_merge import MergeRefused, merge
 from scv.delegations.records import write_atomic
 from scv.errors import UsageError
-from workers.agents.descriptors import DESCRIPTORS, GROK, state_dir
-from workers.agents.environment import is_removed
+from scv.agents.descriptors import DESCRIPTORS, GROK, state_dir
+from scv.agents.environment import is_removed
 
 CONFIG = "config.toml"
 RERUN = "scv agents import grok --from {source}"

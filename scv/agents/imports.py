@@ -14,8 +14,8 @@ from typing import Callable
 
 from scv.delegations.records import ensure_folder, write_atomic
 from scv.errors import ScvError, UsageError
-from workers.agents.descriptors import CODEX, DESCRIPTORS, state_dir
-from workers.agents.environment import is_removed
+from scv.agents.descriptors import CODEX, DESCRIPTORS, state_dir
+from scv.agents.environment import is_removed
 
 CONFIG, AUTH = "config.toml", "auth.json"
 REPORTED_KEYS = ("model", "model_provider", "model_reasoning_effort", "sandbox_mode", "approval_policy")

@@ -2,17 +2,19 @@
 logout and status commands) with exactly the private home and cleaned environment that delegated
 runs of that agent use, so the credentials the CLI writes are the ones its delegated runs read."""
 
-import os
 import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from scv import stopping
+from scv.agents.descriptors import (CLAUDE, CODEX, DESCRIPTORS, GROK, Descriptor, agent_home,
+                                        resolve_executable, state_dir)
+from scv.agents.environment import build_environment
 from scv.delegations.records import ensure_folder
 from scv.errors import ScvError, UsageError
-from workers.agents.descriptors import (CLAUDE, CODEX, DESCRIPTORS, GROK, Descriptor, agent_home,
-                                        resolve_executable, state_dir)
-from workers.agents.environment import DEPTH_VARIABLE, PARENT_VARIABLE, build_environment
+from scv.lineage import DEPTH_VARIABLE, PARENT_VARIABLE
+from scv.oscalls import REAL
 
 # The agent's own commands, after its executable.
 LOGIN_ARGS = {CLAUDE: ("auth", "login"), CODEX: ("login",), GROK: ("login",)}
@@ -109,10 +111,8 @@ def run_captured(argv: list[str], env: dict[str, str], cwd: Path) -> Captured:
     try:
         out, err = child.communicate(timeout=STATUS_TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        # A deadline: KILL at once, to the group and to descendants that left it.
+        stopping.stop(REAL, group=child.pid, find=lambda: REAL.descendants(child.pid), immediate=True)
         # Not communicate(): a descendant that left the group could hold the pipes open forever.
         child.wait()
         child.stdout.close()

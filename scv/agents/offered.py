@@ -8,7 +8,7 @@ from pathlib import Path
 
 from scv.agents.signin import signed_in
 from scv.config import scv_home
-from workers.agents.descriptors import DESCRIPTORS, Descriptor, resolve_executable
+from scv.agents.descriptors import DESCRIPTORS, Descriptor, resolve_executable
 
 
 @dataclass(frozen=True)

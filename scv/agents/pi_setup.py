@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from scv.delegations.records import write_atomic
 from scv.errors import ScvError, UsageError
-from workers.agents.descriptors import DESCRIPTORS, PI, state_dir
+from scv.agents.descriptors import DESCRIPTORS, PI, state_dir
 
 PROVIDER = "scv"
 WIRE_APIS = {"responses": "openai-responses", "chat": "openai-completions"}

@@ -7,7 +7,7 @@ from pathlib import Path
 from scv.agents.options import EFFORTS, check_model
 from scv.config import Config
 from scv.errors import ConfigError, RefusedError
-from workers.agents.descriptors import DESCRIPTORS
+from scv.agents.descriptors import DESCRIPTORS
 
 MAX_USE_FOR_BYTES = 500
 

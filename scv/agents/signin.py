@@ -7,8 +7,8 @@ import os
 import tomllib
 from pathlib import Path
 
-from workers.agents.descriptors import DSH, GROK, PI, Descriptor, state_dir
-from workers.agents.environment import is_removed
+from scv.agents.descriptors import DSH, GROK, PI, Descriptor, state_dir
+from scv.agents.environment import is_removed
 
 
 def _read_json(path: Path) -> object:

@@ -13,7 +13,7 @@ from scv.agents import pi_import
 from scv.agents.imports import codex_digest_now, import_state
 from scv.agents.login import StatusFailed, executable_for, run_status_command
 from scv.agents.signin import dsh_key_stored, grok_config_model, grok_login_stored, signed_in
-from workers.agents.descriptors import CLAUDE, CODEX, DESCRIPTORS, DSH, GROK, PI, Descriptor, state_dir
+from scv.agents.descriptors import CLAUDE, CODEX, DESCRIPTORS, DSH, GROK, PI, Descriptor, state_dir
 
 SIGNED_OUT = "signed out"
 _PLAIN_WORD = re.compile(r"^[A-Za-z0-9._-]{1,40}$")

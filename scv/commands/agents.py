@@ -20,7 +20,7 @@ from scv.delegations import records, transcripts_gc
 from scv.delegations.listing import describe, rows
 from scv.delegations.reconcile import reconcile, stop_and_remove
 from scv.errors import ScvError, UsageError
-from workers.agents.descriptors import DESCRIPTORS, DSH, PI
+from scv.agents.descriptors import DESCRIPTORS, DSH, PI
 
 
 class NotFound(ScvError):

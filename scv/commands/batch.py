@@ -14,7 +14,8 @@ from scv.calls import ToolRunner
 from scv.commands.common import load_context, workspace_option
 from scv.delegations.startup import start_tracking
 from scv.errors import ConfigError, ScvError, UsageError
-from scv.supervisor import CANCEL_SECONDS, Supervisor
+from scv.stopping import SETTLE_SECONDS
+from scv.supervisor import Supervisor
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry, executor_modules
 
@@ -22,7 +23,6 @@ EXIT_ALL_COMPLETED = 0
 EXIT_SOME_DID_NOT = 1
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
-STOP_WAIT = CANCEL_SECONDS + 4.0
 
 
 def _approved(tool: str, risk, summary: str) -> bool:
@@ -123,7 +123,7 @@ def _run(make_runner, todo, sink: results.ResultSink, limit: int, skipped: int) 
         runner.run()
         while not runner.wait(0.2):
             if stopped_by:
-                runner.wait(STOP_WAIT)
+                runner.wait(SETTLE_SECONDS)
                 break
     finally:
         sink.close()

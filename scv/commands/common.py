@@ -7,8 +7,8 @@ import click
 
 from scv.config import load_config
 from scv.errors import UsageError
+from scv.lineage import inherited_depth
 from scv.tools.base import ToolContext
-from workers.agents.environment import inherited_depth
 
 
 def resolve_workspace(value: str | None) -> Path:

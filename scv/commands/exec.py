@@ -24,7 +24,8 @@ from scv.delegations.startup import start_tracking
 from scv.errors import RefusedError, ScvError, UsageError
 from scv.providers.factory import build_provider
 from scv.session import Session
-from scv.supervisor import CANCEL_SECONDS, Supervisor
+from scv.stopping import SETTLE_SECONDS
+from scv.supervisor import Supervisor
 from scv.tools.base import Risk
 from scv.tools.registry import executor_modules
 
@@ -35,7 +36,6 @@ EXIT_TIMEOUT = 124
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
 
-TOOL_STOP_WAIT = CANCEL_SECONDS + 4.0   # a cancelled call's TERM, grace, KILL and drain
 OTHER_STOP_WAIT = 1.0                   # waiting on the model or a person: nothing to stop
 
 
@@ -187,7 +187,7 @@ def _run(session: Session, prompt: str, timeout: float | None) -> int:
     if not done.is_set():
         # Cancelled: wait for a running tool call to stop its processes; a turn that waits on the
         # model or a person has nothing running and is abandoned (its thread is a daemon).
-        done.wait(TOOL_STOP_WAIT if session.phase == "tool" else OTHER_STOP_WAIT)
+        done.wait(SETTLE_SECONDS if session.phase == "tool" else OTHER_STOP_WAIT)
     session.close()
     if stopped_by:
         return EXIT_SIGINT if stopped_by[0] == signal.SIGINT else EXIT_SIGTERM

@@ -1,67 +1,35 @@
 """Processes of a delegated run: who is alive (PID *and* start time), which processes carry a
-run's link in `SCV_PARENT`, and stopping them with the one kill policy (workers/stopping.py).
+run's link in `SCV_PARENT`, and stopping them with the one kill policy (scv/stopping.py).
 
 A process is the one a record names only if its start time matches too, so a PID that was
 reused by an unrelated process is never signalled. Tagged processes are found through their
 environment, which children inherit, so descendants that left the group with `setsid` are
-found as well.
+found as well. Shared by the supervisor and the workers: standard library only.
 """
 
-import os
+from scv import oscalls, stopping
+from scv.oscalls import REAL, ProcessOps
 
-import psutil
-
-from workers import stopping
-from workers.oscalls import REAL, ProcessOps
-
-PARENT_VARIABLE = b"SCV_PARENT="
-CHAIN_SEPARATOR = b","
-START_TOLERANCE = 0.05      # psutil derives start times from clock ticks: the same process reads the same
+START_TOLERANCE = 0.05      # start times come from clock ticks: the same process reads the same
 
 
 def start_time(pid: int) -> float | None:
-    try:
-        return psutil.Process(pid).create_time()
-    except (psutil.Error, ValueError):
-        return None
+    return oscalls.start_time(pid)
 
 
 def alive(pid: int | None, started: float | None) -> bool:
     """True only for a running (not zombie) process with this PID that started at `started`."""
     if not pid or pid <= 0 or started is None:
         return False
-    try:
-        process = psutil.Process(pid)
-        if abs(process.create_time() - started) > START_TOLERANCE:
-            return False
-        return process.status() != psutil.STATUS_ZOMBIE
-    except (psutil.Error, ValueError):
+    now_started = oscalls.start_time(pid)
+    if now_started is None or abs(now_started - started) > START_TOLERANCE:
         return False
+    return oscalls.is_running(pid)
 
 
-def _chain(pid: int) -> list[bytes]:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            env = fh.read()
-    except OSError:
-        return []
-    for item in env.split(b"\0"):
-        if item.startswith(PARENT_VARIABLE):
-            return item[len(PARENT_VARIABLE):].split(CHAIN_SEPARATOR)
-    return []
-
-
-def tagged(link: str) -> list[int]:
+def tagged(link: str, ops: ProcessOps = REAL) -> list[int]:
     """Live processes whose SCV_PARENT chain holds `link` (this process excluded)."""
-    wanted = link.encode()
-    me = os.getpid()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        if wanted in _chain(int(entry)):
-            found.append(int(entry))
-    return found
+    return ops.in_chain(link)
 
 
 def stop_run(pid: int | None, pid_start: float | None, link: str, ops: ProcessOps = REAL) -> int:
@@ -69,9 +37,9 @@ def stop_run(pid: int | None, pid_start: float | None, link: str, ops: ProcessOp
     names), then every process tagged with its link; TERM, then KILL after 2 s. Returns how many
     processes were signalled."""
     group = pid if alive(pid, pid_start) else None
-    first = tagged(link)
+    first = ops.in_chain(link)
     if group is None and not first:
         return 0
     # RUNNING -> STOPPING: the group and every tagged process, KILL for what outlives the grace.
-    stopping.stop(ops, group=group, find=lambda: tagged(link), immediate=False)
+    stopping.stop(ops, group=group, find=lambda: ops.in_chain(link), immediate=False)
     return len(set(first) | ({group} if group else set()))

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import msgspec
 
+from scv.lineage import last_link
+
 HANDLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 SUFFIX = ".json"
 MAX_RECORD_BYTES = 64 * 1024
@@ -40,7 +42,7 @@ class Record(msgspec.Struct, kw_only=True):
     @property
     def link(self) -> str:
         """`<instance>/<session>/<handle>`: the tag of this run in SCV_PARENT."""
-        return self.parent.rsplit(",", 1)[-1]
+        return last_link(self.parent)
 
 
 _encoder = msgspec.json.Encoder()

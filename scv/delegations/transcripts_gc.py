@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scv.delegations.reconcile import live_marker_ids
-from workers.agents.descriptors import DESCRIPTORS, agent_home, state_dir
+from scv.agents.descriptors import DESCRIPTORS, agent_home, state_dir
 
 HOUR = 3600
 DEFAULT_AGE = "30d"

@@ -25,12 +25,11 @@ from scv.errors import RefusedError
 from scv.jobs import report
 from scv.jobs.job import CANCELLED, Job
 from scv.messages import ApprovalRequest
-from scv.supervisor import CANCEL_SECONDS
+from scv.stopping import SETTLE_SECONDS
 from scv.tools.base import Risk, ToolContext
 
 STATE_KEY = "jobs"
 REMEMBERED = 16
-CLOSE_WAIT_SECONDS = CANCEL_SECONDS + 4.0
 
 
 class Jobs:
@@ -208,7 +207,7 @@ class Jobs:
         self.closed = True
         for job in self.running():
             self.request_cancel(job)
-        deadline = time.monotonic() + CLOSE_WAIT_SECONDS
+        deadline = time.monotonic() + SETTLE_SECONDS
         for thread in list(self._threads):
             thread.join(max(0.0, deadline - time.monotonic()))
 

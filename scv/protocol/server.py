@@ -29,10 +29,10 @@ from scv.protocol.messages import (INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_
                                    TurnStart, decode_request, encode)
 from scv.providers.factory import build_provider
 from scv.session import Session
-from scv.supervisor import CANCEL_SECONDS, Supervisor
+from scv.stopping import SETTLE_SECONDS
+from scv.supervisor import Supervisor
 from scv.tools.base import Risk, ToolContext
 
-TOOL_STOP_WAIT = CANCEL_SECONDS + 4.0
 OTHER_STOP_WAIT = 1.0
 WAKE_SIGNAL = signal.SIGUSR1    # sent to the reading thread when the turn thread finds stdout broken
 
@@ -306,7 +306,7 @@ class StdioServer:
         if thread is None or not thread.is_alive():
             return
         phase = self.session.phase if self.session else "idle"
-        thread.join(TOOL_STOP_WAIT if phase == "tool" else OTHER_STOP_WAIT)
+        thread.join(SETTLE_SECONDS if phase == "tool" else OTHER_STOP_WAIT)
 
     def _close_session(self) -> None:
         session = self.session

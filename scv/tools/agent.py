@@ -27,7 +27,7 @@ from scv.agents.session import agent_session
 from scv.config import scv_home
 from scv.errors import RefusedError
 from scv.tools.base import Risk, ToolContext, ToolSpec, set_maximum, short
-from workers.agents.descriptors import build_argv, agent_home
+from scv.agents.descriptors import build_argv, agent_home
 
 PRIVATE_PREFIX = "_"
 

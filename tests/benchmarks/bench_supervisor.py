@@ -16,7 +16,7 @@ from scv.supervisor import Supervisor
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry, executor_modules
 from tests.benchmarks.common import PeakMemory, interleaved, line, pss_bytes, timed
-from workers.oscalls import REAL
+from scv.oscalls import REAL
 
 ROOT = Path(__file__).resolve().parents[2]
 

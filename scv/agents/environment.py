@@ -4,11 +4,8 @@ state variable of any vendor, then a private HOME, SCV_HOME and XDG folders unde
 
 from pathlib import Path
 
-from workers.agents.descriptors import COMMON_REMOVED, Descriptor, agent_home, state_dir
-
-PARENT_VARIABLE = "SCV_PARENT"
-DEPTH_VARIABLE = "SCV_DELEGATION_DEPTH"
-CHAIN_SEPARATOR = ","
+from scv import lineage
+from scv.agents.descriptors import COMMON_REMOVED, Descriptor, agent_home, state_dir
 
 
 def is_removed(name: str, descriptor: Descriptor) -> bool:
@@ -20,11 +17,6 @@ def is_removed(name: str, descriptor: Descriptor) -> bool:
         if name == pattern:
             return True
     return False
-
-
-def parent_chain(inherited: str | None, link: str) -> str:
-    """`SCV_PARENT` for a delegated process: this run's link appended to an inherited chain."""
-    return f"{inherited}{CHAIN_SEPARATOR}{link}" if inherited else link
 
 
 def build_environment(descriptor: Descriptor, inherited: dict[str, str], scv_home: Path, *, parent: str,
@@ -43,8 +35,8 @@ def build_environment(descriptor: Descriptor, inherited: dict[str, str], scv_hom
     env.update(descriptor.extra_env)
     if full_permissions:
         env.update(descriptor.full_permission_env)
-    env[PARENT_VARIABLE] = parent_chain(inherited.get(PARENT_VARIABLE), parent)
-    env[DEPTH_VARIABLE] = str(depth)
+    env[lineage.PARENT_VARIABLE] = lineage.extend(inherited.get(lineage.PARENT_VARIABLE), parent)
+    env[lineage.DEPTH_VARIABLE] = str(depth)
     return env
 
 
@@ -53,11 +45,3 @@ def prepare_home(scv_home: Path, descriptor: Descriptor) -> None:
     for folder in (agent_home(scv_home, descriptor.name), state_dir(scv_home, descriptor)):
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
 
-
-def inherited_depth(environ: dict[str, str]) -> int:
-    """The delegation depth of an SCV process started by a delegated agent (0 otherwise); a value
-    that is not a small non-negative number counts as the deepest, so the limit still holds."""
-    value = environ.get(DEPTH_VARIABLE)
-    if value is None or value == "":
-        return 0
-    return int(value) if value.isdigit() and len(value) <= 3 else 999

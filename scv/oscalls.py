@@ -2,23 +2,64 @@
 
 Everything the kill policy does to processes goes through a `ProcessOps`, so tests can
 replace it with a recording fake and check the escalation without real children, and
-also run it for real.
+also run it for real. Shared by the supervisor and the workers: standard library only.
 """
 
 import os
 import time
 
+from scv import lineage
+
 TAG_VARIABLE = "SCV_CALL"
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def _stat_state(pid: int) -> str | None:
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """The fields of /proc/<pid>/stat after the command name, from the state on (None: gone)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             data = fh.read()
     except OSError:
         return None
     # The command name may hold spaces and parentheses: the state follows the last ')'.
-    return chr(data[data.rindex(b")") + 2])
+    return data[data.rindex(b")") + 2:].split()
+
+
+def _stat_state(pid: int) -> str | None:
+    fields = _stat_fields(pid)
+    return fields[0].decode() if fields else None
+
+
+def _boot_time() -> float:
+    with open("/proc/stat", "rb") as fh:
+        for line in fh:
+            if line.startswith(b"btime"):
+                return float(line.split()[1])
+    raise OSError("/proc/stat has no btime line")
+
+
+def start_time(pid: int) -> float | None:
+    """When the process started, in seconds since the epoch (the figure psutil's create_time
+    gives, computed the same way), or None when there is no such process."""
+    fields = _stat_fields(pid)
+    if not fields or len(fields) < 20:
+        return None
+    try:
+        return int(fields[19]) / _CLOCK_TICKS + _boot_time()
+    except (OSError, ValueError):
+        return None
+
+
+def parent_of(pid: int) -> int | None:
+    """The parent's PID, or None when there is no such process."""
+    fields = _stat_fields(pid)
+    return int(fields[1]) if fields and len(fields) > 1 else None
+
+
+def is_running(pid: int) -> bool:
+    """True for a process that exists and is not a zombie."""
+    state = _stat_state(pid)
+    return state is not None and state not in ("Z", "X")
 
 
 class ProcessOps:
@@ -104,12 +145,22 @@ class ProcessOps:
                 out.append(int(entry))
         return out
 
-    def create_time(self, pid: int) -> float | None:
-        import psutil    # imported late: only record keeping needs it, not the call path
-        try:
-            return psutil.Process(pid).create_time()
-        except psutil.Error:
-            return None
+    def in_chain(self, link: str) -> list[int]:
+        """Live processes whose SCV_PARENT chain holds `link` (this process excluded)."""
+        wanted = link.encode()
+        me = os.getpid()
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == me:
+                continue
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as fh:
+                    env = fh.read()
+            except OSError:
+                continue
+            if wanted in lineage.links_in_environ(env) and is_running(int(entry)):
+                found.append(int(entry))
+        return found
 
 
 REAL = ProcessOps()

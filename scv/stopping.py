@@ -5,15 +5,24 @@ for the call (descendants that left the group with `setsid`), waits up to `grace
 all of them to go, then sends KILL to whatever is left. A deadline (`immediate`) sends KILL
 at once. `find` is called again while waiting, so processes started during the grace period
 are caught too.
+
+The figures every waiter shares live here too, so a command waiting for a cancelled call and
+the worker stopping it agree on how long that takes. Shared by the supervisor and the workers.
 """
 
 import signal
 from typing import Callable
 
-from workers.oscalls import ProcessOps
+from scv.oscalls import ProcessOps
 
 GRACE_SECONDS = 2.0
 POLL_SECONDS = 0.02
+# A cancelled call's worker: TERM to its processes, the grace, KILL, and a bounded drain. The
+# supervisor kills a worker that has not ended this long after it was told to cancel.
+CANCEL_BOUND_SECONDS = 6.0
+# How long a command (scv exec, the stdio server, batch, a closing session's jobs) waits for a
+# cancelled call to end: the cancel bound plus the supervisor's own kill and report.
+SETTLE_SECONDS = CANCEL_BOUND_SECONDS + 4.0
 
 
 def stop(ops: ProcessOps, *, group: int | None, find: Callable[[], list[int]], immediate: bool,
