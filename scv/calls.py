@@ -51,7 +51,7 @@ class ToolRunner:
         tools = ctx.config.tools
         call_id, handle = self.supervisor.new_handle()
         call = Call(tool=spec.name, executor=spec.executor, args=spec.worker_args(prepared.args, ctx),
-                    workspace=str(ctx.workspace), handle=handle,
+                    workspace=str(ctx.workspace), handle=handle, id=call_id,
                     timeout_seconds=spec.timeout_seconds(prepared.args, ctx),
                     output_limit_bytes=tools.output_limit_bytes,
                     options={**spec.options(ctx), "memory_mb": tools.worker_memory_mb})

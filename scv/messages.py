@@ -23,10 +23,11 @@ class Call(msgspec.Struct, tag="call", frozen=True):
     timeout_seconds: float
     output_limit_bytes: int
     options: dict[str, Any] = {}  # tool settings taken from the configuration
+    id: str = ""                # the call's id; a live worker serves several, one at a time
 
 
 class Cancel(msgspec.Struct, tag="cancel", frozen=True):
-    pass
+    id: str = ""                # the call to cancel ("": whichever runs); a late one is ignored
 
 
 class ApprovalAnswer(msgspec.Struct, tag="approval_answer", frozen=True):
@@ -88,6 +89,7 @@ class Spawn(msgspec.Struct, tag="spawn", frozen=True):
 
     call_id: str
     memory_bytes: int
+    kind: str = "call"          # "call": one call, then exit; "live": every call of a conversation
 
 
 class Spawned(msgspec.Struct, tag="spawned", frozen=True):
@@ -117,4 +119,7 @@ def decode_spawn(payload: bytes) -> Spawn:
 
 
 def decode_from_fork_point(payload: bytes) -> Spawned | Exited | SpawnFailed:
-    return _from_fork_point.decode(payload)
+    try:
+        return _from_fork_point.decode(payload)
+    except msgspec.DecodeError as exc:
+        raise ProtocolError(f"the fork point sent a message that cannot be decoded: {exc}") from None

@@ -1,41 +1,43 @@
-"""The supervisor: runs each tool call in a fresh worker forked by the fork point.
+"""The supervisor: owns the fork point and runs each tool call in a worker it forks.
 
-`Supervisor.run` sends the call, relays progress and approval requests, honours cancellation,
-and always ends in a `Result`: a worker that crashes, is killed, runs out of memory or
-writes garbage becomes a failed result carrying its exit status and the tail of its stderr.
-As a backstop to the worker's own deadline, a worker that outlives the call's timeout by
-BACKSTOP_SECONDS is killed together with every process tagged with the call.
+`Supervisor.run` runs one call in a fresh worker used once; `Supervisor.start_live` starts a
+live worker that serves every call of one conversation (scv/live_worker.py). Either way the call
+goes through one `Relay` (scv/relay.py) over the worker's `PipeChannel` and always ends in a
+`Result`: a worker that crashes, is killed, runs out of memory or writes garbage becomes a
+failed result carrying its exit status and the tail of its stderr.
 """
 
 import fcntl
 import itertools
 import os
-import selectors
 import signal
 import socket
+import sys
 import threading
 import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
+from scv import stopping
 from scv.cancellation import Cancellation
 from scv.errors import ProtocolError
-from scv.frames import FrameReader, frame
-from scv.messages import (ApprovalAnswer, ApprovalRequest, Call, Cancel, Exited, Progress, Result, Spawn,
-                          Spawned, SpawnFailed, decode_from_fork_point, decode_from_worker, encode)
-from scv import stopping
+from scv.frames import frame
+from scv.messages import (ApprovalRequest, Call, Cancel, Exited, Result, Spawn, Spawned, SpawnFailed,
+                          decode_from_fork_point, encode)
 from scv.oscalls import REAL, ProcessOps
+from scv.relay import EXIT_WAIT_SECONDS, Relay, RelayEnd
+from scv.worker_channel import PipeChannel
 
-STDERR_TAIL_BYTES = 2048
-BACKSTOP_SECONDS = 10.0     # past the call's timeout: the worker's own stop takes at most ~3 s
-EXIT_WAIT_SECONDS = 5.0
 PIPE_SIZE = 1 << 20
 F_SETPIPE_SZ, F_GETPIPE_SZ = 1031, 1032
 PR_SET_CHILD_SUBREAPER = 36
+ONE_CALL, LIVE = "call", "live"     # the two kinds of worker the fork point starts
 
 
 @dataclass
-class _Pending:
+class Worker:
+    """One forked worker as the fork point reports it: its pid once spawned, its wait status
+    once it exited, or why it could not be started."""
     pid: int | None = None
     status: int | None = None
     error: str | None = None
@@ -62,7 +64,7 @@ class Supervisor:
         self.instance = f"scv-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._ops = ops
         self._ids = itertools.count(1)
-        self._pending: dict[str, _Pending] = {}
+        self._workers: dict[str, Worker] = {}
         self._lock = threading.Lock()
         self._sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = ops.fork()
@@ -70,7 +72,7 @@ class Supervisor:
             code = 0
             try:
                 self._sock.close()
-                from workers import forkpoint
+                from workers import forkpoint       # the one place scv/ reaches into workers/
                 forkpoint.serve(child, preload)
             except BaseException:
                 code = 70
@@ -91,46 +93,50 @@ class Supervisor:
                 payload = b""
             if not payload:
                 with self._lock:
-                    for pending in self._pending.values():
-                        pending.error = pending.error or "the fork point exited"
-                        pending.spawned.set()
-                        pending.exited.set()
+                    for worker in self._workers.values():
+                        worker.error = worker.error or "the fork point exited"
+                        worker.spawned.set()
+                        worker.exited.set()
                 return
-            message = decode_from_fork_point(payload)
+            try:
+                message = decode_from_fork_point(payload)
+            except ProtocolError as exc:
+                print(f"scv: the fork point sent a message that cannot be decoded ({exc})", file=sys.stderr,
+                      flush=True)
+                continue
             with self._lock:
-                pending = self._pending.get(message.call_id)
-            if pending is None:
+                worker = self._workers.get(message.call_id)
+            if worker is None:
                 continue
             match message:
                 case Spawned(pid=pid):
-                    pending.pid = pid
-                    pending.spawned.set()
+                    worker.pid = pid
+                    worker.spawned.set()
                 case Exited(status=status):
-                    pending.status = status
-                    pending.exited.set()
+                    worker.status = status
+                    worker.exited.set()
                     with self._lock:
-                        self._pending.pop(message.call_id, None)
+                        self._workers.pop(message.call_id, None)
                 case SpawnFailed(error=error):
-                    pending.error = error
-                    pending.spawned.set()
-                    pending.exited.set()
+                    worker.error = error
+                    worker.spawned.set()
+                    worker.exited.set()
 
     def new_handle(self) -> tuple[str, str]:
         call_id = f"call-{next(self._ids)}"
         return call_id, f"{self.instance}/{call_id}"
 
-    # --- one call -----------------------------------------------------------------------------
+    def new_live_handle(self) -> tuple[str, str]:
+        worker_id = f"live-{next(self._ids)}"
+        return worker_id, f"{self.instance}/{worker_id}"
 
-    def run(self, call: Call, call_id: str, *, memory_bytes: int, cancel: Cancellation | None = None,
-            on_progress: Callable[[str], None] | None = None,
-            on_approval: Callable[[ApprovalRequest], bool] | None = None) -> Result:
-        try:
-            request = frame(encode(call))
-        except ProtocolError as exc:
-            return Result(ok=False, value={"error": f"the {call.tool} call is too large to send to a worker ({exc})"})
-        pending = _Pending()
+    def spawn(self, worker_id: str, memory_bytes: int, kind: str,
+              first: bytes = b"") -> tuple[Worker, PipeChannel] | str:
+        """Asks the fork point for a worker; `first` (framed bytes) is written to its input before
+        it exists when the pipe has room for it. Returns the worker and its channel, or why not."""
+        worker = Worker()
         with self._lock:
-            self._pending[call_id] = pending
+            self._workers[worker_id] = worker
         to_r, to_w = os.pipe2(os.O_CLOEXEC)
         from_r, from_w = os.pipe2(os.O_CLOEXEC)
         err_r, err_w = os.pipe2(os.O_CLOEXEC)
@@ -138,117 +144,79 @@ class Supervisor:
             room = fcntl.fcntl(to_w, F_SETPIPE_SZ, PIPE_SIZE)
         except OSError:
             room = fcntl.fcntl(to_w, F_GETPIPE_SZ)
+        channel = PipeChannel(to_w, from_r, err_r)
         # A call that fits goes into the pipe before the worker exists: one round trip fewer.
-        early = len(request) <= room
+        early = bool(first) and len(first) <= room
         if early:
-            os.write(to_w, request)
+            channel.send_raw(first)
         try:
-            socket.send_fds(self._sock, [encode(Spawn(call_id=call_id, memory_bytes=memory_bytes))],
+            socket.send_fds(self._sock, [encode(Spawn(call_id=worker_id, memory_bytes=memory_bytes, kind=kind))],
                             [to_r, from_w, err_w])
         except OSError as exc:
-            for fd in (to_r, to_w, from_r, from_w, err_r, err_w):
+            channel.close()
+            for fd in (to_r, from_w, err_w):
                 os.close(fd)
             with self._lock:
-                self._pending.pop(call_id, None)
-            return Result(ok=False, value={"error": f"no worker could be started for {call.tool}: {exc.strerror}"})
+                self._workers.pop(worker_id, None)
+            return exc.strerror or str(exc)
         for fd in (to_r, from_w, err_w):
             os.close(fd)
-        try:
-            if not early:
-                os.write(to_w, request)
-            return self._relay(call, pending, to_w, from_r, err_r, cancel, on_progress, on_approval)
-        except BrokenPipeError:
-            return self._relay(call, pending, None, from_r, err_r, cancel, on_progress, on_approval)
-        finally:
-            for fd in (to_w, from_r, err_r):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        if first and not early:
+            channel.send_raw(first)
+        return worker, channel
 
-    def _relay(self, call, pending, to_w, from_r, err_r, cancel, on_progress, on_approval) -> Result:
-        reader = FrameReader()
-        stderr_tail = bytearray()
-        result: Result | None = None
-        problem: str | None = None
-        sel = selectors.DefaultSelector()
-        sel.register(from_r, selectors.EVENT_READ, "out")
-        sel.register(err_r, selectors.EVENT_READ, "err")
-        if cancel is not None:
-            sel.register(cancel.fileno(), selectors.EVENT_READ, "cancel")
-        now = self._ops.monotonic
-        backstop = now() + call.timeout_seconds + BACKSTOP_SECONDS
-        open_pipes = {"out", "err"}
+    # --- one call -----------------------------------------------------------------------------
+
+    def run(self, call: Call, call_id: str, *, memory_bytes: int, cancel: Cancellation | None = None,
+            on_progress: Callable[[str], None] | None = None,
+            on_approval: Callable[[ApprovalRequest], bool] | None = None) -> Result:
+        """Runs `call` in a fresh worker that exits after it."""
         try:
-            # Until the worker closes its result pipe (it exits); a worker that ended without a
-            # result also gets its stderr read to the end, for the report.
-            while "out" in open_pipes or (result is None and "err" in open_pipes):
-                left = backstop - now()
-                if left <= 0:
-                    problem = "did not finish after its deadline and was killed"
-                    self._kill_worker(call, pending)
-                    backstop = now() + EXIT_WAIT_SECONDS
-                    if left < -EXIT_WAIT_SECONDS:
-                        break
-                    continue
-                for key, _ in sel.select(left):
-                    if key.data == "cancel":
-                        sel.unregister(key.fd)
-                        if to_w is not None:
-                            try:
-                                os.write(to_w, frame(encode(Cancel())))
-                            except OSError:
-                                pass
-                        backstop = min(backstop, now() + stopping.CANCEL_BOUND_SECONDS)
-                        continue
-                    chunk = os.read(key.fd, 1 << 16)
-                    if not chunk:
-                        sel.unregister(key.fd)
-                        open_pipes.discard(key.data)
-                        if key.data == "out":
-                            reader.close()
-                        continue
-                    if key.data == "err":
-                        stderr_tail += chunk
-                        del stderr_tail[:-STDERR_TAIL_BYTES]
-                        continue
-                    for payload in reader.feed(chunk):
-                        match decode_from_worker(payload):
-                            case Result() as final:
-                                result = final
-                            case Progress(line=line):
-                                if on_progress:
-                                    on_progress(line)
-                            case ApprovalRequest() as ask:
-                                approved = bool(on_approval and on_approval(ask))
-                                if to_w is not None:
-                                    os.write(to_w, frame(encode(ApprovalAnswer(id=ask.id, approved=approved))))
+            request = frame(encode(call))
         except ProtocolError as exc:
-            problem = f"broke the message protocol ({exc})"
-            self._kill_worker(call, pending)
+            return Result(ok=False, value={"error": f"the {call.tool} call is too large to send to a worker ({exc})"})
+        spawned = self.spawn(call_id, memory_bytes, ONE_CALL, first=request)
+        if isinstance(spawned, str):
+            return Result(ok=False, value={"error": f"no worker could be started for {call.tool}: {spawned}"})
+        worker, channel = spawned
+        try:
+            end = self.relay(call, worker, channel, cancel=cancel, on_progress=on_progress, on_approval=on_approval)
         finally:
-            sel.close()
-        if result is not None and problem is None:
-            return result
-        pending.exited.wait(EXIT_WAIT_SECONDS)
-        if pending.error and not pending.pid:
-            return Result(ok=False, value={"error": f"no worker could be started for {call.tool}: {pending.error}"})
-        tail = stderr_tail.decode("utf-8", "replace").strip()
-        status = describe_status(pending.status)
-        what = problem or f"ended without a result ({status})"
-        self._stop_tagged(call)
-        value = {"error": f"the {call.tool} worker {what}", "exit_status": status, "stderr_tail": tail}
+            channel.close()
+        return self.finish(call, worker, end)
+
+    def relay(self, call: Call, worker: Worker, channel: PipeChannel, *, cancel: Cancellation | None,
+              on_progress: Callable[[str], None] | None,
+              on_approval: Callable[[ApprovalRequest], bool] | None) -> RelayEnd:
+        channel.listen_for_cancel(cancel.fileno() if cancel is not None else None)
+        try:
+            return Relay(channel=channel, timeout_seconds=call.timeout_seconds, clock=self._ops.monotonic,
+                         kill=lambda: self.kill(worker, call.handle), on_progress=on_progress,
+                         on_approval=on_approval, cancel_message=Cancel(id=call.id)).run()
+        finally:
+            channel.listen_for_cancel(None)
+
+    def finish(self, call: Call, worker: Worker, end: RelayEnd) -> Result:
+        """The call's result: the worker's own, or a failed one saying what happened to it."""
+        if end.result is not None:
+            return end.result
+        worker.exited.wait(EXIT_WAIT_SECONDS)
+        if worker.error and not worker.pid:
+            return Result(ok=False, value={"error": f"no worker could be started for {call.tool}: {worker.error}"})
+        status = describe_status(worker.status)
+        what = end.problem or f"ended without a result ({status})"
+        self.stop_tagged(call.handle)
+        value = {"error": f"the {call.tool} worker {what}", "exit_status": status, "stderr_tail": end.stderr_tail}
         return Result(ok=False, value=value)
 
-    def _kill_worker(self, call: Call, pending: _Pending) -> None:
-        pending.spawned.wait(EXIT_WAIT_SECONDS)
+    def kill(self, worker: Worker, handle: str) -> None:
+        worker.spawned.wait(EXIT_WAIT_SECONDS)
         # RUNNING -> KILLED: the worker's group, then anything tagged with the call.
-        stopping.stop(self._ops, group=pending.pid or None, find=lambda: self._ops.tagged(call.handle),
-                      immediate=True)
+        stopping.stop(self._ops, group=worker.pid or None, find=lambda: self._ops.tagged(handle), immediate=True)
 
-    def _stop_tagged(self, call: Call, immediate: bool = False) -> None:
-        if self._ops.tagged(call.handle):
-            stopping.stop(self._ops, group=None, find=lambda: self._ops.tagged(call.handle), immediate=immediate)
+    def stop_tagged(self, handle: str, immediate: bool = False) -> None:
+        if self._ops.tagged(handle):
+            stopping.stop(self._ops, group=None, find=lambda: self._ops.tagged(handle), immediate=immediate)
 
     # --- descendants re-parented to this process ----------------------------------------------
 

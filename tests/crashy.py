@@ -52,3 +52,26 @@ def progress(args, ctx):
     for i in range(args.get("lines", 3)):
         ctx.progress(f"step {i}")
     return {"done": True}
+
+
+def wait_for_cancel(args, ctx):
+    """Says it is waiting, then honours the call's cancellation like a well-behaved executor."""
+    import select
+    ctx.progress("waiting")
+    while not ctx.token.check():
+        select.select(ctx.token.fds(), [], [])
+    return {"cancelled": True}
+
+
+def ask(args, ctx):
+    """Relays one approval request and reports the answer."""
+    return {"approved": ctx.ask("bash", "process", args.get("summary", "run something"))}
+
+
+def ignore_cancel(args, ctx):
+    """Says it is waiting, then ignores cancellation (SIGTERM included) for good."""
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    ctx.progress("waiting")
+    while True:
+        time.sleep(1)

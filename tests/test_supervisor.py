@@ -67,24 +67,50 @@ def test_garbage_on_the_pipe_is_a_failed_result(supervisor, executor):
 
 
 def test_a_worker_that_ignores_its_deadline_is_killed_by_the_backstop(monkeypatch):
-    import scv.supervisor as module
+    import scv.relay as module
     monkeypatch.setattr(module, "BACKSTOP_SECONDS", 0.5)
     with Supervisor(preload=[]) as sup:
         result = run(sup, "tests.crashy:hang", timeout=0.5)
         assert not result.ok
-        assert "deadline" in result.value["error"]
+        assert "did not finish after its deadline and was killed" in result.value["error"]
         assert run(sup, "tests.crashy:echo").ok
 
 
-def test_cancelling_a_worker_that_ignores_cancellation(monkeypatch):
+def test_a_cancel_reaches_the_worker_and_ends_its_call(supervisor):
+    cancel = Cancellation()
+    # Cancelled as soon as the worker says it waits: the call can only end through the Cancel frame
+    # (its timeout is an hour away).
+    result = run(supervisor, "tests.crashy:wait_for_cancel", timeout=3600, cancel=cancel,
+                 on_progress=lambda line: cancel.cancel())
+    assert result.ok and result.value == {"cancelled": True}
+    cancel.close()
+
+
+def test_a_worker_that_ignores_cancellation_is_killed_after_the_cancel_bound(monkeypatch):
     import scv.stopping as module
     monkeypatch.setattr(module, "CANCEL_BOUND_SECONDS", 0.5)
     cancel = Cancellation()
-    threading.Timer(0.3, cancel.cancel).start()
     with Supervisor(preload=[]) as sup:
-        result = run(sup, "tests.crashy:hang", cancel=cancel)
+        result = run(sup, "tests.crashy:ignore_cancel", timeout=3600, cancel=cancel,
+                     on_progress=lambda line: cancel.cancel())
         assert not result.ok
+        assert "did not stop within 0.5 s of being cancelled and was killed" in result.value["error"]
+        assert run(sup, "tests.crashy:echo").ok
     cancel.close()
+
+
+def test_an_approval_request_is_relayed_and_answered(supervisor):
+    asked = []
+
+    def answer(request):
+        asked.append((request.tool, request.risk, request.summary))
+        return True
+
+    result = run(supervisor, "tests.crashy:ask", {"summary": "rm -rf build"}, on_approval=answer)
+    assert result.ok and result.value == {"approved": True}
+    assert asked == [("bash", "process", "rm -rf build")]
+    assert run(supervisor, "tests.crashy:ask", {}, on_approval=lambda request: False).value == {"approved": False}
+    assert run(supervisor, "tests.crashy:ask", {}).value == {"approved": False}
 
 
 def _fds(pid="self"):

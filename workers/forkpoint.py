@@ -24,6 +24,7 @@ import socket
 from scv import stopping
 from scv.messages import Exited, Spawned, SpawnFailed, decode_spawn, encode
 from scv.oscalls import REAL
+from workers import live_runtime, runtime
 
 PR_SET_CHILD_SUBREAPER = 36
 MAX_PACKET = 65536
@@ -70,7 +71,6 @@ def _run_spare(sock: socket.socket, close_in_child: list) -> None:
         os.dup2(devnull, 1)
         os.close(devnull)
         _prctl(PR_SET_CHILD_SUBREAPER, 1)
-        from workers import runtime
         runtime.warm_up()
         try:
             payload, fds, _, _ = socket.recv_fds(sock, MAX_PACKET, 3)
@@ -87,7 +87,10 @@ def _run_spare(sock: socket.socket, close_in_child: list) -> None:
         import resource
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
         resource.setrlimit(resource.RLIMIT_AS, (request.memory_bytes, hard))
-        code = runtime.main(in_fd, out_fd)
+        if request.kind == "live":
+            code = live_runtime.serve(in_fd, out_fd)
+        else:
+            code = runtime.main(in_fd, out_fd)
     except BaseException as exc:     # report, then exit with a status the supervisor shows
         try:
             os.write(2, f"worker start failed: {type(exc).__name__}: {exc}\n".encode())

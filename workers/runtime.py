@@ -1,19 +1,24 @@
 """A worker's life: read one `Call`, run its executor, send one `Result`, exit.
 
 Executors are plain functions `execute(args: dict, ctx: WorkerContext) -> dict`. A tool that
-ran but failed raises `ToolFailure`, whose fields go into the result beside `error`.
+ran but failed raises `ToolFailure`, whose fields go into the result beside `error`. A live
+worker (workers/live_runtime.py) serves many calls the same way, one at a time.
 """
 
 import importlib
+import itertools
 import os
+import select
 import sys
 import traceback
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from scv.frames import FrameReader, frame
-from scv.messages import Call, Progress, Result, decode_to_worker, encode
+from scv.messages import ApprovalRequest, Call, Progress, Result, decode_to_worker, encode
 from workers.cancel_token import CancelToken
+
+_ask_ids = itertools.count(1)
 
 
 class ToolFailure(Exception):
@@ -40,6 +45,18 @@ class WorkerContext:
     def progress(self, line: str) -> None:
         send(self.out_fd, Progress(line=line[:500]))
 
+    def ask(self, tool: str, risk: str, summary: str) -> bool:
+        """Relays an approval request to the calling session's gate and waits for its answer;
+        False when it is denied, nobody can answer, or the call is cancelled while waiting."""
+        request_id = f"ask-{os.getpid()}-{next(_ask_ids)}"
+        send(self.out_fd, ApprovalRequest(id=request_id, tool=tool, risk=risk, summary=summary))
+        while request_id not in self.token.answers:
+            if self.token.cancelled:
+                return False
+            select.select(self.token.fds(), [], [])
+            self.token.check()
+        return self.token.answers.pop(request_id)
+
 
 def send(fd: int, message) -> None:
     data = frame(encode(message))
@@ -49,24 +66,23 @@ def send(fd: int, message) -> None:
         view = view[written:]
 
 
-def _read_call(fd: int) -> tuple[Call, FrameReader, list[bytes]]:
-    """The call, plus the reader and any later frames that arrived with it (a Cancel sent
-    before the worker started comes in the same read and must not be lost)."""
-    reader = FrameReader()
+def read_call(fd: int, reader: FrameReader, pending: list[bytes]) -> tuple[Call | None, list[bytes]]:
+    """The next `Call` on the input, plus frames that arrived with it (a Cancel sent before the
+    worker started comes in the same read and must not be lost); None at EOF. Blocks."""
     while True:
+        while pending:
+            message = decode_to_worker(pending.pop(0))
+            if isinstance(message, Call):
+                return message, pending
+            # A Cancel or answer for a call that has already ended: nothing to do.
         chunk = os.read(fd, 65536)
         if not chunk:
             reader.close()
-            raise SystemExit(3)     # the supervisor went away before sending the call
-        payloads = reader.feed(chunk)
-        if payloads:
-            message = decode_to_worker(payloads[0])
-            if not isinstance(message, Call):
-                raise SystemExit(3)
-            return message, reader, payloads[1:]
+            return None, []
+        pending = reader.feed(chunk)
 
 
-def resolve(executor: str):
+def resolve(executor: str) -> Callable[..., Any]:
     module_name, _, func = executor.partition(":")
     return getattr(importlib.import_module(module_name), func)
 
@@ -81,29 +97,42 @@ def warm_up() -> None:
     FrameReader().feed(frame(b"x"))
 
 
-def main(in_fd: int, out_fd: int) -> int:
-    call, reader, early = _read_call(in_fd)
-    os.set_blocking(in_fd, False)
-    token = CancelToken(in_fd, reader, early)
+def open_workspace(call: Call) -> int | Result:
     try:
-        workspace_fd = os.open(call.workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        return os.open(call.workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
-        send(out_fd, Result(ok=False, value={"error": f"the workspace {call.workspace} cannot be opened ({exc.strerror})"}))
-        return 0
-    ctx = WorkerContext(call=call, workspace_fd=workspace_fd, token=token, out_fd=out_fd)
+        return Result(ok=False, value={"error": f"the workspace {call.workspace} cannot be opened ({exc.strerror})"})
+
+
+def run_guarded(call: Call, work: Callable[[], dict]) -> Result:
+    """Runs an executor's work and turns whatever it raised into the call's result."""
     try:
-        value = resolve(call.executor)(call.args, ctx)
-        result = Result(ok=True, value=value)
+        return Result(ok=True, value=work())
     except ToolFailure as failure:
-        result = Result(ok=False, value={**failure.fields, "error": str(failure)})
+        return Result(ok=False, value={**failure.fields, "error": str(failure)})
     except MemoryError:
         limit = call.options.get("memory_mb")
-        result = Result(ok=False, value={"error": f"the {call.tool} call ran out of memory (the worker's ceiling is "
-                                                  f"{limit} MiB; tools.worker_memory_mb)"})
+        return Result(ok=False, value={"error": f"the {call.tool} call ran out of memory (the worker's ceiling is "
+                                                f"{limit} MiB; tools.worker_memory_mb)"})
     except Exception as exc:   # an executor bug must still end in a result
         traceback.print_exc(file=sys.stderr)
-        result = Result(ok=False, value={"error": f"the {call.tool} tool failed unexpectedly: {type(exc).__name__}: {exc}"})
-    send(out_fd, result)
+        return Result(ok=False, value={"error": f"the {call.tool} tool failed unexpectedly: {type(exc).__name__}: "
+                                                f"{exc}"})
+
+
+def main(in_fd: int, out_fd: int) -> int:
+    reader = FrameReader()
+    call, early = read_call(in_fd, reader, [])
+    if call is None:
+        raise SystemExit(3)     # the supervisor went away before sending the call
+    os.set_blocking(in_fd, False)
+    token = CancelToken(in_fd, reader, early, call_id=call.id)
+    workspace_fd = open_workspace(call)
+    if isinstance(workspace_fd, Result):
+        send(out_fd, workspace_fd)
+        return 0
+    ctx = WorkerContext(call=call, workspace_fd=workspace_fd, token=token, out_fd=out_fd)
+    send(out_fd, run_guarded(call, lambda: resolve(call.executor)(call.args, ctx)))
     # Closing the pipe now lets the supervisor go on while this process is torn down.
     os.close(out_fd)
     return 0
