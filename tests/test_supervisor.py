@@ -1,7 +1,6 @@
 """The supervisor through real workers: results, crash isolation, cancellation and descriptors."""
 
 import os
-import threading
 import time
 
 import pytest
