@@ -11,7 +11,7 @@ import sys
 from typing import Protocol
 
 from scv.errors import RefusedError
-from scv.tools.base import Risk
+from scv.risk import Risk
 
 
 class Verdict(enum.Enum):

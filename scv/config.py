@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
+from scv.agents.settings import AgentConfig, AgentSettings, check_agent_settings
 from scv.errors import ConfigError
 from scv.web.config import WebConfig
 
@@ -42,26 +43,6 @@ class ProviderProfile(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     headers: dict[str, str] = {}
     api_key: str | None = None
     api_key_env: str | None = None
-
-
-class AgentConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """[agent]: the session's own model loop (delegation keys join this table later)."""
-    system_prompt: str | None = None        # None: the built-in prompt (scv/prompt.py)
-    max_turns: Annotated[int, Meta(ge=1, le=10000)] = 50    # model responses within one turn
-    # Delegation (the `agent` tool; checked against the known agents in scv/agents/settings.py).
-    prefer: list[str] = []                  # the first one the session offers is the default
-    max_conversations: Annotated[int, Meta(ge=1, le=1000)] = 8
-    conversation_idle_seconds: PositiveInt = 86400
-    max_delegation_depth: Annotated[int, Meta(ge=0, le=16)] = 2
-    max_background: Annotated[int, Meta(ge=0, le=64)] = 4     # background jobs at once; 0 turns them off
-
-
-class AgentSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """[agents.NAME]: the user's notes and defaults for one delegated agent."""
-    use_for: str | None = None
-    model: str | None = None
-    effort: str | None = None               # low, medium, high, xhigh or max (checked with the agent)
-    permissions: str = "default"            # "default" or "full" (the CLI's own full-autonomy switches)
 
 
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -160,6 +141,5 @@ def load_config(workspace: Path | None, home: Path | None = None) -> Config:
     if config.tools.command_timeout_seconds > config.tools.max_timeout_seconds:
         raise ConfigError(f"tools.command_timeout_seconds ({config.tools.command_timeout_seconds}) is over "
                           f"tools.max_timeout_seconds ({config.tools.max_timeout_seconds}); lower it")
-    from scv.agents.settings import check_agent_settings   # late: it reads the agent descriptors
-    check_agent_settings(config, user_path)
+    check_agent_settings(config.agent, config.agents, user_path)
     return config

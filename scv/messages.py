@@ -51,9 +51,21 @@ class ApprovalRequest(msgspec.Struct, tag="approval_request", frozen=True):
     summary: str
 
 
+class AgentPrivate(msgspec.Struct, tag="agent", frozen=True):
+    """What an agent run tells the supervisor and never the model: the agent's own session id
+    (a conversation continues with it), the directory it ran in, and whether the agent itself
+    could run (False: missing, failed to start, signed out, or its provider refused; the
+    result then offers the other agents as a fallback)."""
+
+    vendor_session: str | None = None
+    cwd: str | None = None
+    available: bool | None = None
+
+
 class Result(msgspec.Struct, tag="result", frozen=True):
     ok: bool
-    value: dict[str, Any]
+    value: dict[str, Any]                   # what the model reads
+    private: AgentPrivate | None = None     # the supervisor's part, removed before anyone sees the result
 
 
 FromWorker = Union[Progress, ApprovalRequest, Result]

@@ -3,10 +3,12 @@ one at a time through the process's Supervisor (which must exist before any thre
 
 Clients start turns with `run_turn`. The session can also start a turn on its own: anything
 holding the session (a background job finishing, issue 6) calls `queue_turn(prompt, origin)`;
-the client runs queued turns when it is idle, and their events carry `origin`. `add_hold`
-keeps a one-shot client (`scv exec`) open while work that will queue a turn is outstanding,
-and `add_close_hook` runs when the session closes. Tools reach their session through
-`ctx.session_state["scv.session"]`.
+the client runs queued turns when it is idle, and their events carry `origin`. `held()`
+keeps a one-shot client (`scv exec`) open while work that will queue a turn is outstanding.
+
+The session owns its collaborators and hands them to its tools when it builds the registry:
+its delegated agents and their conversations, and its background jobs (`Services`). Closing it
+cancels the jobs and ends the conversations, live workers included.
 """
 
 import itertools
@@ -19,14 +21,18 @@ import msgspec
 
 from scv import events as ev
 from scv.calls import ToolRunner
+from scv.agents.session import AgentSession
 from scv.cancellation import Cancellation
+from scv.config import Config, scv_home
 from scv.events import EventSink
 from scv.prompt import system_prompt
 from scv.providers.base import HistoryItem, ModelReply, Provider
+from scv.risk import Risk
 from scv.supervisor import Supervisor
-from scv.tools.base import Risk, ToolContext
+from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry
-from scv.turn_loop import TurnOutcome, run_turn
+from scv.tools.services import open_services
+from scv.turn_loop import Phase, TurnOutcome, run_turn
 
 _approval_ids = itertools.count(1)
 
@@ -51,31 +57,36 @@ class QueuedTurn:
 
 class Session:
     def __init__(self, supervisor: Supervisor, ctx: ToolContext, provider: Provider, *, emit: EventSink,
-                 asker: Asker = deny_all, auto_approve: bool = False, base_prompt: str | None = None):
+                 asker: Asker = deny_all, auto_approve: bool = False, base_prompt: str | None = None,
+                 agents: AgentSession | None = None):
         self.ctx = ctx
         self.provider = provider
         self.emit = emit
         self.asker = asker
         self.auto_approve = auto_approve
-        self.registry = build_registry(ctx)
+        self.history: list[HistoryItem] = []
+        self.phase = Phase.IDLE
+        self.cancel_reason = "cancelled"    # set by the client before it cancels: "timeout", "interrupted", ...
+        self._turn_ids = itertools.count(1)
+        self._queue: deque[QueuedTurn] = deque()
+        self._lock = threading.Lock()
+        self.on_queued: Callable[[], None] | None = None
+        self.closed = False
+        services = open_services(ctx.config, scv_home(), auto_approve=auto_approve, queue_report=self.queue_report,
+                                 agents=agents)
+        self.agents, self.jobs = services.agents, services.jobs
+        self.registry = build_registry(ctx, services)
         # The session's approvals go through `ask`; the runner's own approver is never consulted.
-        self.runner = ToolRunner(supervisor, self.registry, ctx, approver=lambda *_: False)
+        self.runner = ToolRunner(supervisor, self.registry, ctx, approver=lambda *_: False, jobs=self.jobs)
         specs = list(self.registry)
         self.system_prompt = system_prompt(base_prompt or ctx.config.agent.system_prompt, specs, ctx)
         self.tool_schemas = tuple({"name": d["name"], "description": d["description"], "schema": d["schema"]}
                                   for d in (spec.describe(ctx) for spec in specs))
         self.hosted_tools = _hosted_tools(ctx, provider)
-        self.history: list[HistoryItem] = []
-        self.phase = "idle"         # "model", "approval", "tool": what a running turn waits for
-        self.cancel_reason = "cancelled"    # set by the client before it cancels: "timeout", "interrupted", ...
-        self._turn_ids = itertools.count(1)
-        self._queue: deque[QueuedTurn] = deque()
-        self._lock = threading.Lock()
-        self._holds: list[Callable[[], bool]] = []
-        self._close_hooks: list[Callable[[], None]] = []
-        self.on_queued: Callable[[], None] | None = None
-        self.closed = False
-        ctx.session_state["scv.session"] = self
+
+    @property
+    def config(self) -> Config:
+        return self.ctx.config
 
     def new_turn_id(self) -> str:
         return f"turn-{next(self._turn_ids)}"
@@ -139,24 +150,20 @@ class Session:
             if built is not None:
                 return QueuedTurn(*built)
 
-    def add_hold(self, outstanding: Callable[[], bool]) -> None:
-        self._holds.append(outstanding)
-
     def held(self) -> bool:
+        """Work that will still queue a turn: a queued turn, or background jobs outstanding."""
         with self._lock:
             if self._queue:
                 return True
-        return any(outstanding() for outstanding in self._holds)
-
-    def add_close_hook(self, hook: Callable[[], None]) -> None:
-        self._close_hooks.append(hook)
+        return self.jobs is not None and self.jobs.outstanding()
 
     def close(self) -> None:
         if self.closed:
             return
         self.closed = True
-        for hook in reversed(self._close_hooks):
-            hook()
+        if self.jobs is not None:
+            self.jobs.close()
+        self.agents.close()
 
 
 def _hosted_tools(ctx: ToolContext, provider: Provider) -> tuple[dict[str, Any], ...]:

@@ -6,10 +6,11 @@ to it as that call's failed result, never a crash. The turn ends with `turn.comp
 `turn.failed` when the provider fails, the turn limit is reached, or the turn is cancelled.
 """
 
+import enum
 import sys
 import traceback
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -17,14 +18,44 @@ from scv import events as ev
 from scv.approval import Verdict, policy_verdict
 from scv.cancellation import Cancellation
 from scv.errors import RefusedError
+from scv.calls import ToolRunner
+from scv.config import Config
+from scv.events import EventSink
 from scv.messages import ApprovalRequest
-from scv.providers.base import (AssistantMessage, ModelRequest, ProviderError, ToolCall, ToolOutput, TurnCancelled,
-                                Usage, UserMessage)
-from scv.tools.base import Risk
+from scv.providers.base import (AssistantMessage, HistoryItem, ModelReply, ModelRequest, Provider, ProviderError,
+                                ToolCall, ToolOutput, TurnCancelled, Usage, UserMessage)
+from scv.risk import Risk
 
-if TYPE_CHECKING:
-    from scv.session import Session
 
+class Phase(enum.Enum):
+    """What a running turn waits for; a client that cancels waits longer for a running tool."""
+    IDLE = "idle"
+    MODEL = "model"
+    APPROVAL = "approval"
+    TOOL = "tool"
+
+
+class TurnHost(Protocol):
+    """What a turn needs of its session (scv/session.py is the one)."""
+
+    emit: EventSink
+    provider: Provider
+    runner: ToolRunner
+    history: list[HistoryItem]
+    system_prompt: str
+    tool_schemas: tuple[dict[str, Any], ...]
+    hosted_tools: tuple[dict[str, Any], ...]
+    phase: Phase
+    cancel_reason: str
+
+    @property
+    def config(self) -> Config: ...
+
+    def new_turn_id(self) -> str: ...
+
+    def ask(self, turn_id: str, tool: str, risk: Risk, summary: str, cancel: Cancellation) -> bool: ...
+
+    def finish_reply(self, reply: ModelReply) -> str: ...
 
 
 @dataclass
@@ -52,7 +83,7 @@ def _with_origin(params: dict[str, Any], origin: dict[str, Any] | None) -> dict[
     return params
 
 
-def run_turn(session: "Session", prompt: str, *, cancel: Cancellation, origin: dict[str, Any] | None = None,
+def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: dict[str, Any] | None = None,
              turn_id: str | None = None) -> TurnOutcome:
     turn_id = turn_id or session.new_turn_id()
     emit = session.emit
@@ -75,7 +106,7 @@ def run_turn(session: "Session", prompt: str, *, cancel: Cancellation, origin: d
         outcome.error = (f"SCV failed with an internal error ({type(err).__name__}: {str(err)[:200]}); the "
                          "conversation is kept, so the turn can be retried; please report the traceback on stderr")
     finally:
-        session.phase = "idle"
+        session.phase = Phase.IDLE
     if outcome.status == "completed":
         emit(ev.TURN_COMPLETED, _with_origin({"turn_id": turn_id, "reply": outcome.reply,
                                               "usage": msgspec.to_builtins(outcome.usage)}, origin))
@@ -85,14 +116,14 @@ def run_turn(session: "Session", prompt: str, *, cancel: Cancellation, origin: d
     return outcome
 
 
-def _loop(session: "Session", turn_id: str, cancel: Cancellation, usage: Usage) -> str:
-    limit = session.ctx.config.agent.max_turns
+def _loop(session: TurnHost, turn_id: str, cancel: Cancellation, usage: Usage) -> str:
+    limit = session.config.agent.max_turns
     for _ in range(limit):
         if cancel.cancelled:
             raise TurnCancelled("the turn was cancelled")
         request = ModelRequest(system_prompt=session.system_prompt, history=tuple(session.history),
                                tools=session.tool_schemas, hosted_tools=session.hosted_tools)
-        session.phase = "model"
+        session.phase = Phase.MODEL
         reply = session.provider.complete(
             request, cancel=cancel, on_text=lambda delta: session.emit(ev.ASSISTANT_DELTA,
                                                                        {"turn_id": turn_id, "text": delta}))
@@ -113,7 +144,7 @@ def _loop(session: "Session", turn_id: str, cancel: Cancellation, usage: Usage) 
                     "(agent.max_turns); the turn stopped")
 
 
-def _tool_call(session: "Session", turn_id: str, call: ToolCall, cancel: Cancellation) -> ToolOutput:
+def _tool_call(session: TurnHost, turn_id: str, call: ToolCall, cancel: Cancellation) -> ToolOutput:
     emit = session.emit
     started = {"turn_id": turn_id, "call_id": call.id, "tool": call.name, "arguments": call.arguments}
     if cancel.cancelled:
@@ -125,7 +156,7 @@ def _tool_call(session: "Session", turn_id: str, call: ToolCall, cancel: Cancell
         emit(ev.TOOL_STARTED, {**started, "risk": None, "summary": None})
         return _completed(session, turn_id, call, False, {"error": str(err), "refused": True})
     emit(ev.TOOL_STARTED, {**started, "risk": prepared.risk.value, "summary": prepared.summary})
-    session.phase = "approval"
+    session.phase = Phase.APPROVAL
     try:
         session.runner.approve(prepared, approver=lambda tool, risk, summary: session.ask(
             turn_id, tool, risk, summary, cancel))
@@ -142,22 +173,22 @@ def _tool_call(session: "Session", turn_id: str, call: ToolCall, cancel: Cancell
             risk = Risk(ask.risk)
         except ValueError:
             risk = Risk.DELEGATE
-        verdict = policy_verdict(session.ctx.config.tools.approval_policy, risk)
+        verdict = policy_verdict(session.config.tools.approval_policy, risk)
         if verdict is not Verdict.ASK:
             return verdict is Verdict.RUN
         return session.ask(turn_id, ask.tool, risk, ask.summary, cancel)
 
-    session.phase = "tool"
+    session.phase = Phase.TOOL
     try:
         result = session.runner.run(prepared, cancel=cancel, on_progress=throttle.offer,
                                     on_approval=relayed_approval)
     finally:
-        session.phase = "model"
+        session.phase = Phase.MODEL
     throttle.flush()
     return _completed(session, turn_id, call, result.ok, result.value)
 
 
-def _completed(session: "Session", turn_id: str, call: ToolCall, ok: bool, value: dict[str, Any]) -> ToolOutput:
+def _completed(session: TurnHost, turn_id: str, call: ToolCall, ok: bool, value: dict[str, Any]) -> ToolOutput:
     session.emit(ev.TOOL_COMPLETED, {"turn_id": turn_id, "call_id": call.id, "tool": call.name, "ok": ok,
                                      "result": value})
     return ToolOutput(call_id=call.id, output=result_text(ok, value))

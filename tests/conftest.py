@@ -8,12 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from scv.agents.session import open_agent_session
 from scv.approval import approve_all
 from scv.calls import ToolRunner
 from scv.config import Config, load_config
+from scv.config import scv_home as scv_home_path
 from scv.supervisor import Supervisor
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry, executor_modules
+from scv.tools.services import Services
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,11 +60,17 @@ def supervisor():
 @pytest.fixture
 def make_runner(supervisor, workspace):
     """make_runner(config=None, approver=approve_all, workspace=None) -> ToolRunner"""
+    opened = []
+
     def make(config: Config | None = None, approver=approve_all, root: Path | None = None) -> ToolRunner:
         root = root or workspace
         ctx = ToolContext(workspace=root, config=config or load_config(root))
-        return ToolRunner(supervisor, build_registry(ctx), ctx, approver)
-    return make
+        agents = open_agent_session(ctx.config, scv_home_path())
+        opened.append(agents)
+        return ToolRunner(supervisor, build_registry(ctx, Services(agents=agents)), ctx, approver)
+    yield make
+    for agents in opened:
+        agents.close()
 
 
 @pytest.fixture

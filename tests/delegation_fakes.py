@@ -95,3 +95,16 @@ def gone(pids: list[int]) -> bool:
         except psutil.NoSuchProcess:
             continue
     return True
+
+
+def session_services(ctx, home: Path | None = None):
+    """What a session hands its tools: its agents (discovered now) and, with jobs on, a job table
+    whose report turns go nowhere."""
+    from scv.agents.session import open_agent_session
+    from scv.config import scv_home
+    from scv.jobs.manager import Jobs
+    from scv.tools.services import Services
+    jobs = None
+    if ctx.config.agent.max_background > 0:
+        jobs = Jobs(ctx.config.agent.max_background, ctx.config.tools.approval_policy, False, lambda build: None)
+    return Services(agents=open_agent_session(ctx.config, home or scv_home()), jobs=jobs)

@@ -6,11 +6,15 @@ import json
 
 import pytest
 
+from scv.agents.session import open_agent_session
 from scv.config import load_config
+from scv.config import scv_home as scv_home_path
 from scv.errors import ConfigError, RefusedError
 from scv.tools.agent import AgentTool
 from scv.tools.base import Risk, ToolContext
+from scv.messages import AgentPrivate, Call, Result
 from scv.tools.registry import build_registry
+from scv.tools.services import Services
 from tests.agent_fakes import install
 
 
@@ -47,9 +51,14 @@ def context(workspace, scv_home):
     return make
 
 
-def refused(ctx, raw) -> str:
+def agent_tool(ctx: ToolContext) -> AgentTool:
+    """The tool as a session builds it: the agents on offer are discovered now."""
+    return AgentTool(Services(agents=open_agent_session(ctx.config, scv_home_path())))
+
+
+def refused(ctx, raw, tool: AgentTool | None = None) -> str:
     with pytest.raises(RefusedError) as info:
-        AgentTool().parse(raw, ctx)
+        (tool or agent_tool(ctx)).parse(raw, ctx)
     return str(info.value)
 
 
@@ -58,7 +67,7 @@ def test_offered_agents_resolve_from_user_bin_then_path(offer, context, tmp_path
     install(tmp_path / "path-bin", "pi", tmp_path / "log" / "pi").write("exit 0\n")
     install(user_home / ".grok" / "bin", "grok", tmp_path / "log" / "grok").write("exit 0\n")
     ctx = context()
-    schema = AgentTool().schema(ctx)
+    schema = agent_tool(ctx).schema(ctx)
     # grok and pi resolve, but their sign-in is checked by file and nothing is stored: not offered.
     assert schema["properties"]["agent"]["enum"] == ["claude", "codex"]
     scv_home = ctx.workspace.parent / "scv-home"
@@ -68,25 +77,25 @@ def test_offered_agents_resolve_from_user_bin_then_path(offer, context, tmp_path
     (scv_home / "agents/pi/.pi/agent").mkdir(parents=True)
     (scv_home / "agents/pi/.pi/agent/models.json").write_text('{"providers":{"scv":{"apiKey":"k"}}}')
     fresh = context()
-    assert AgentTool().schema(fresh)["properties"]["agent"]["enum"] == ["claude", "codex", "grok", "pi"]
-    assert "agent" in build_registry(fresh).names()
+    assert agent_tool(fresh).schema(fresh)["properties"]["agent"]["enum"] == ["claude", "codex", "grok", "pi"]
+    assert "agent" in build_registry(fresh, agent_tool(fresh).services).names()
 
 
 def test_no_agent_no_tool_and_depth_limit(offer, context):
-    assert "agent" not in build_registry(context()).names()
+    assert "agent" not in (lambda c: build_registry(c, agent_tool(c).services))(context()).names()
     offer("claude")
-    assert "agent" in build_registry(context(depth=1)).names()
-    assert "agent" not in build_registry(context(depth=2)).names()
-    assert "agent" in build_registry(context("[agent]\nmax_delegation_depth = 3\n", depth=2)).names()
+    assert "agent" in (lambda c: build_registry(c, agent_tool(c).services))(context(depth=1)).names()
+    assert "agent" not in (lambda c: build_registry(c, agent_tool(c).services))(context(depth=2)).names()
+    assert "agent" in (lambda c: build_registry(c, agent_tool(c).services))(context("[agent]\nmax_delegation_depth = 3\n", depth=2)).names()
 
 
 def test_choosing_the_agent(offer, context):
     offer("claude", "codex", "dsh")
     ctx = context('[agent]\nprefer = ["pi", "codex", "claude"]\n')
-    tool = AgentTool()
-    assert tool.plan(tool.parse({"prompt": "x"}, ctx), ctx).name == "codex"
-    assert tool.plan(tool.parse({"prompt": "x", "agent": "claude"}, ctx), ctx).name == "claude"
-    assert tool.plan(tool.parse({"prompt": "x", "agent": " "}, ctx), ctx).name == "codex"
+    tool = agent_tool(ctx)
+    assert tool.parse({"prompt": "x"}, ctx).name == "codex"
+    assert tool.parse({"prompt": "x", "agent": "claude"}, ctx).name == "claude"
+    assert tool.parse({"prompt": "x", "agent": " "}, ctx).name == "codex"
     assert refused(ctx, {"prompt": "x", "agent": "zcode"}) == (
         'agent "zcode" is not offered in this session; choose one of: claude, codex, dsh')
     no_default = context('[agent]\nprefer = ["pi"]\n')
@@ -98,22 +107,22 @@ def test_choosing_the_agent(offer, context):
 def test_a_handle_names_its_agent(offer, context):
     offer("claude", "codex", "dsh")
     ctx = context()
-    state_conversation = None
-    from scv.agents.session import agent_session
-    state_conversation = agent_session(ctx).conversations.start("codex")
+    tool = agent_tool(ctx)
+    conversations = tool.services.agents.conversations
+    state_conversation = conversations.start("codex")
     state_conversation.vendor_id = "thread-1"
-    tool = AgentTool()
-    assert tool.plan(tool.parse({"prompt": "x", "session": "codex-1"}, ctx), ctx).name == "codex"
-    assert refused(ctx, {"prompt": "x", "session": "codex-1", "agent": "claude"}) == (
+    assert tool.parse({"prompt": "x", "session": "codex-1"}, ctx).name == "codex"
+    assert refused(ctx, {"prompt": "x", "session": "codex-1", "agent": "claude"}, tool) == (
         "conversation codex-1 belongs to codex, not claude; omit agent to continue it, or omit session to start "
         "a new conversation with claude")
     # The handle decides first, even when the named agent takes no session at all.
-    assert refused(ctx, {"prompt": "x", "session": "codex-1", "agent": "dsh"}) == (
+    assert refused(ctx, {"prompt": "x", "session": "codex-1", "agent": "dsh"}, tool) == (
         "conversation codex-1 belongs to codex, not dsh; omit agent to continue it, or omit session to start "
         "a new conversation with dsh")
-    assert "not a conversation of this session" in refused(ctx, {"prompt": "x", "session": "thread-1"})
-    agent_session(ctx).conversations.begin_turn(state_conversation)
-    assert refused(ctx, {"prompt": "x", "session": "codex-1"}).startswith("session busy")
+    assert "not a conversation of this session" in refused(ctx, {"prompt": "x", "session": "thread-1"}, tool)
+    conversations.begin_turn(state_conversation)
+    with pytest.raises(RefusedError, match="^session busy"):
+        tool.parse({"prompt": "x", "session": "codex-1"}, ctx)
 
 
 @pytest.mark.parametrize("raw, message", [
@@ -150,46 +159,46 @@ def test_refused_calls_never_reach_the_approver(offer, make_runner, scv_home):
 def test_blank_options_count_as_omitted(offer, context):
     offer("dsh")
     ctx = context()
-    tool = AgentTool()
-    plan = tool.plan(tool.parse({"agent": "dsh", "prompt": "x", "model": "", "effort": " ", "session": "",
-                                 "cwd": ""}, ctx), ctx)
+    tool = agent_tool(ctx)
+    plan = tool.parse({"agent": "dsh", "prompt": "x", "model": "", "effort": " ", "session": "",
+                       "cwd": ""}, ctx)
     assert plan.model is None and plan.effort is None and plan.cwd is None
 
 
 def test_schema_enum_options_and_required(offer, context, scv_home):
     offer("dsh", "grok")
-    schema = AgentTool().schema(context())
+    schema = (lambda c: agent_tool(c).schema(c))(context())
     props = schema["properties"]
     assert props["agent"]["enum"] == ["grok", "dsh"]
     assert "model" in props and "effort" in props and "session" not in props   # nobody here takes session
     assert schema["required"] == ["prompt", "agent"]
     assert props["effort"]["enum"] == ["low", "medium", "high", "xhigh", "max"]
-    with_default = AgentTool().schema(context('[agent]\nprefer = ["dsh"]\n'))
+    with_default = (lambda c: agent_tool(c).schema(c))(context('[agent]\nprefer = ["dsh"]\n'))
     assert with_default["required"] == ["prompt"]
     assert "omit it to use dsh" in with_default["properties"]["agent"]["description"]
     (scv_home / "agents/grok/.grok/auth.json").unlink()
-    assert not {"model", "effort", "session"} & set(AgentTool().schema(context())["properties"])
+    assert not {"model", "effort", "session"} & set((lambda c: agent_tool(c).schema(c))(context())["properties"])
 
 
 def test_agent_lines_carry_the_users_notes(offer, context):
     offer("codex", "claude")
     ctx = context('[agents.codex]\nuse_for = "coding"\nmodel = "gpt-5.5"\neffort = "high"\n'
                   '[agents.claude]\nmodel = "opus"\npermissions = "full"\n')
-    description = AgentTool().schema(ctx)["properties"]["agent"]["description"]
+    description = agent_tool(ctx).schema(ctx)["properties"]["agent"]["description"]
     assert ("- codex (Codex): OpenAI's coding agent; reads, edits, and runs code, with live web search under full "
             "permissions. Takes model (OpenAI model ID from the Codex configuration; not a Claude alias), effort, "
             "and session. The user's note on when to use it: coding. For that work, pass model gpt-5.5 and effort "
             "high; omit model and effort for other work so the agent uses its own default.") in description
     assert "- claude (Claude Code): Anthropic's coding agent" in description
     assert "Pass model opus unless the user asks for another." in description
-    section = AgentTool().system_prompt_section(ctx)
+    section = agent_tool(ctx).system_prompt_section(ctx)
     assert section.startswith("## Delegating work")
     assert "- codex (Codex)" in section and "- claude (Claude Code)" in section and "grok" not in section
 
 
 def test_model_and_effort_descriptions_keep_the_agents_default(offer, context):
     offer("codex")
-    schema = AgentTool().schema(context())
+    schema = (lambda c: agent_tool(c).schema(c))(context())
     for option in ("model", "effort"):
         assert "Omit it to keep the agent's own default." in json.dumps(schema["properties"][option]), option
 
@@ -197,7 +206,7 @@ def test_model_and_effort_descriptions_keep_the_agents_default(offer, context):
 def test_approval_summary_names_the_agent_and_full_argv(offer, context, user_home):
     offer("claude", "codex")
     ctx = context('[agents.claude]\npermissions = "full"\n')
-    tool = AgentTool()
+    tool = agent_tool(ctx)
     args = tool.parse({"agent": "claude", "prompt": "fix it", "model": "sonnet", "timeout_seconds": 60}, ctx)
     summary = tool.summary(args, ctx)
     exe = str(user_home / ".local" / "bin" / "claude")
@@ -249,7 +258,7 @@ def test_tool_contract_with_agents_on_offer(offer, context):
     from scv.tools.agent import AgentArgs
     offer("claude", "codex")
     ctx = context('[agent]\nprefer = ["codex"]\n')
-    spec = AgentTool()
+    spec = agent_tool(ctx)
     schema = spec.schema(ctx)
     assert schema["type"] == "object" and schema["additionalProperties"] is False
     assert set(schema["properties"]) == {f.encode_name for f in msgspec.structs.fields(AgentArgs)}
@@ -258,9 +267,24 @@ def test_tool_contract_with_agents_on_offer(offer, context):
     summary = spec.summary(args, ctx)
     assert summary.startswith("agent codex: Launch ") and "\n" not in summary and len(summary) < 2000
     assert spec.timeout_seconds(args, ctx) == 7200
-    worker_args = spec.worker_args(args, ctx)
-    msgspec.msgpack.encode(worker_args)
-    assert worker_args["argv"][-1] == spec.example["prompt"] and worker_args["conversation"] == "codex-1"
+    sent = []
+
+    class Recording:
+        cancel = None
+
+        def message(self, executor, args, *, handle=None):
+            return Call(tool="agent", executor=executor, args=args, workspace=str(ctx.workspace), handle="i/c-1",
+                        timeout_seconds=7200.0, output_limit_bytes=65536, id="c-1")
+
+        def fresh(self, message, cancel=None):
+            sent.append(message)
+            return Result(ok=True, value={"agent": "codex", "status": "completed", "reply": "done"},
+                          private=AgentPrivate(vendor_session="thread-9", cwd=str(ctx.workspace), available=True))
+
+    result = spec.run(args, ctx, Recording())
+    msgspec.msgpack.encode(sent[0])
+    assert sent[0].args["argv"][-1] == spec.example["prompt"] and sent[0].args["conversation"] == "codex-1"
+    assert result.value["session"] == "codex-1" and result.value["turn"] == 1
     with pytest.raises(RefusedError, match="agent"):
         spec.parse({**spec.example, "no_such_argument": 1}, ctx)
     with pytest.raises(RefusedError, match="prompt"):
@@ -295,7 +319,7 @@ def test_a_delegated_scv_inherits_its_depth(offer, tmp_path, scv_home, user_home
 def test_dsh_counts_as_signed_in_only_with_a_stored_key(offer, context, scv_home, text, signed_in):
     offer("codex", "dsh")
     (scv_home / "agents/dsh/.dsh/.credentials.yaml").write_text(text)
-    assert ("dsh" in AgentTool().schema(context())["properties"]["agent"]["enum"]) == signed_in
+    assert ("dsh" in (lambda c: agent_tool(c).schema(c))(context())["properties"]["agent"]["enum"]) == signed_in
 
 
 @pytest.mark.parametrize("profile, environ, signed_in", [
@@ -317,11 +341,10 @@ def test_grok_sign_in_by_config(user_home, scv_home, tmp_path, profile, environ,
 
 
 def test_defaults_of_the_agent_keys(offer, context):
-    from scv.agents.session import agent_session
     offer("codex")
     ctx = context()
-    tool = AgentTool()
+    tool = agent_tool(ctx)
     assert tool.timeout_seconds(tool.parse({"agent": "codex", "prompt": "x"}, ctx), ctx) == 3600
-    assert AgentTool().schema(ctx)["properties"]["timeout_seconds"]["anyOf"][0]["maximum"] == 14400
-    conversations = agent_session(ctx).conversations
+    assert agent_tool(ctx).schema(ctx)["properties"]["timeout_seconds"]["anyOf"][0]["maximum"] == 14400
+    conversations = tool.services.agents.conversations
     assert conversations.max == 8 and conversations.idle_seconds == 86400

@@ -8,10 +8,14 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from scv.agents.session import open_agent_session
 from scv.config import load_config
 from scv.errors import RefusedError
+from scv.jobs.manager import Jobs
+from scv.messages import Call, Result
 from scv.tools.base import Risk, ToolContext, ToolSpec
-from scv.tools.registry import BUILTIN, Registry
+from scv.tools.registry import BUILTIN, Registry, executor_modules
+from scv.tools.services import Services
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,9 +35,40 @@ def ctx(workspace, scv_home, tmp_path, monkeypatch):
     return ToolContext(workspace=workspace, config=load_config(workspace))
 
 
+@pytest.fixture
+def services(ctx, scv_home):
+    agents = open_agent_session(ctx.config, scv_home)
+    yield Services(agents=agents, jobs=Jobs(4, "on-risk", False, lambda build: None))
+    agents.close()
+
+
+class RecordingLaunch:
+    """A Launch that records the messages a spec's run sends instead of forking workers."""
+
+    cancel = None
+
+    def __init__(self, supervisor):
+        self.supervisor, self.sent = supervisor, []
+
+    def message(self, executor, args, *, handle=None):
+        call_id, own = self.supervisor.new_handle()
+        return Call(tool="t", executor=executor, args=args, workspace="/", handle=handle or own, id=call_id,
+                    timeout_seconds=1.0, output_limit_bytes=1024)
+
+    def fresh(self, message, cancel=None):
+        self.sent.append(message)
+        return Result(ok=True, value={})
+
+    def live(self, worker, message, cancel=None):
+        return self.fresh(message)
+
+    def start_live(self):
+        raise AssertionError("a built-in tool started a live worker in the conformance session")
+
+
 @pytest.mark.parametrize("spec_class", BUILTIN, ids=lambda c: c.name)
-def test_tool_contract(spec_class, ctx):
-    spec: ToolSpec = spec_class()
+def test_tool_contract(spec_class, ctx, services, supervisor):
+    spec: ToolSpec = spec_class(services)
     assert spec.enabled(ctx), f"{spec.name} is not offered even in a session set up to offer every tool"
     # Name, description, files: scv/tools/<name>.py beside workers/<name>.py.
     assert re.fullmatch(r"[a-z][a-z0-9_]{0,63}", spec.name)
@@ -59,7 +94,14 @@ def test_tool_contract(spec_class, ctx):
     summary = spec.summary(args, ctx)
     assert summary and "\n" not in summary and len(summary) < 2000
     assert spec.timeout_seconds(args, ctx) > 0
-    msgspec.msgpack.encode(spec.worker_args(args, ctx))       # crosses the pipe
+    if spec.background(args, ctx) is None:
+        # What its run sends to a worker crosses the pipe, to an executor the fork point preloads.
+        launch = RecordingLaunch(supervisor)
+        spec.run(args, ctx, launch)
+        assert launch.sent, f"{spec.name} ran without sending a call to a worker"
+        for message in launch.sent:
+            msgspec.msgpack.encode(message)
+            assert message.executor.partition(":")[0] in executor_modules()
     # Bad arguments are refused with one sentence naming the tool.
     with pytest.raises(RefusedError, match=spec.name):
         spec.parse({**spec.example, "no_such_argument": 1}, ctx)

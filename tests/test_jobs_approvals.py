@@ -1,19 +1,15 @@
 """Approvals relayed from inside a background job: what the session would answer without asking
 anyone, never more than the same request would get in the foreground."""
 
-from types import SimpleNamespace
-
 import pytest
 
-from scv.config import AgentConfig, Config, ToolsConfig
 from scv.jobs.manager import Jobs
 from scv.messages import ApprovalRequest
 
 
 def answer(policy: str, auto_approve: bool, risk: str) -> bool:
-    config = Config(tools=ToolsConfig(approval_policy=policy), agent=AgentConfig(max_background=4))
-    session = SimpleNamespace(ctx=SimpleNamespace(config=config), auto_approve=auto_approve)
-    return Jobs(session, 4)._approval(ApprovalRequest(id="1", tool="bash", risk=risk, summary="x"))
+    jobs = Jobs(4, policy, auto_approve, lambda build: None)
+    return jobs.answer_unasked(ApprovalRequest(id="1", tool="bash", risk=risk, summary="x"))
 
 
 @pytest.mark.parametrize("policy,auto,risk,expected", [

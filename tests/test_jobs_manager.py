@@ -4,50 +4,29 @@ jobs when it starts (results that arrive while it waits join it), and results th
 read are never reported."""
 
 import threading
-from types import SimpleNamespace
 
-import msgspec
-
-from scv.config import Config
 from scv.errors import RefusedError
 from scv.jobs.manager import Jobs
 from scv.messages import Result
 from tests.delegation_fakes import wait_for
 
 
-class Args(msgspec.Struct):
-    prompt: str
-    background: bool = True
-
-
-class Spec:
-    def risk(self, args, ctx):
-        return "delegate"
-
-    def summary(self, args, ctx):
-        return args.prompt
-
-
 class Runner:
-    """Each call blocks until its prompt is released; finishes with that prompt as the reply."""
+    """Each job's call blocks until its prompt is released; finishes with that prompt as the reply."""
     release: dict[str, threading.Event] = {}
 
-    def __init__(self, supervisor=None, registry=None, ctx=None, approver=None):
-        self.supervisor, self.registry, self.ctx, self.approver = supervisor, registry, ctx, approver
-
-    def run(self, prepared, cancel=None, on_progress=None, on_approval=None):
-        assert prepared.args.background is False          # the job runs the call in its own foreground
-        gate = self.release.setdefault(prepared.args.prompt, threading.Event())
-        while not gate.wait(0.02):
-            if cancel.cancelled:
-                return Result(ok=False, value={"agent": "codex", "status": "failed", "error": "stopped"})
-        return Result(ok=True, value={"agent": "codex", "status": "completed", "reply": prepared.args.prompt})
+    def call(self, prompt):
+        def run(cancel, on_progress, on_approval):
+            gate = self.release.setdefault(prompt, threading.Event())
+            while not gate.wait(0.02):
+                if cancel.cancelled:
+                    return Result(ok=False, value={"agent": "codex", "status": "failed", "error": "stopped"})
+            return Result(ok=True, value={"agent": "codex", "status": "completed", "reply": prompt})
+        return run
 
 
 class Session:
     def __init__(self):
-        self.ctx = SimpleNamespace(config=Config())
-        self.auto_approve = False
         self.reports = []
 
     def queue_report(self, build):
@@ -57,11 +36,11 @@ class Session:
 def make(limit=32):
     Runner.release = {}
     session = Session()
-    return Jobs(session, limit), session, Runner(ctx=session.ctx)
+    return Jobs(limit, "on-risk", False, session.queue_report), session, Runner()
 
 
 def start(jobs, runner, prompt):
-    return jobs.start(Spec(), Args(prompt=prompt), runner, "codex", None)
+    return jobs.start("codex", None, runner.call(prompt))
 
 
 def release(job_prompt: str) -> None:

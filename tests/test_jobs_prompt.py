@@ -6,12 +6,12 @@ from scv.config import load_config
 from scv.prompt import system_prompt
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry
-from tests.delegation_fakes import fake_agent, setup_fake_home
+from tests.delegation_fakes import fake_agent, session_services, setup_fake_home
 
 
 def prompt_for(workspace) -> str:
     ctx = ToolContext(workspace=workspace, config=load_config(workspace))
-    return system_prompt(None, list(build_registry(ctx)), ctx)
+    return system_prompt(None, list(build_registry(ctx, session_services(ctx))), ctx)
 
 
 def test_background_guidance_follows_the_setting(tmp_path, monkeypatch, workspace, scv_home):

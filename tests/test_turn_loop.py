@@ -1,16 +1,20 @@
 """The session and turn loop in process, with the in-memory fake provider and a real supervisor:
 server-started turns with an origin, progress throttling, prompt sections, history pairing."""
 
+import threading
+
 import msgspec
 import pytest
 
 from scv.cancellation import Cancellation
 from scv.config import load_config
 from scv.events import ProgressThrottle
+from scv.messages import Result
 from scv.providers.base import AssistantMessage, ModelReply, ToolCall, ToolOutput, UserMessage
 from scv.providers.fake import FakeProvider
 from scv.session import Session
 from scv.tools.base import ToolContext
+from tests.delegation_fakes import wait_for
 from tests.progress_tool import ProgressTool
 
 
@@ -40,19 +44,28 @@ def test_a_queued_turn_carries_its_origin(supervisor, workspace):
     assert [type(i) for i in session.history] == [UserMessage, AssistantMessage, UserMessage, AssistantMessage]
 
 
-def test_holds_keep_a_one_shot_client_open(supervisor, workspace):
+def test_a_queued_turn_or_outstanding_jobs_keep_a_one_shot_client_open(supervisor, workspace):
     session, _ = make_session(supervisor, workspace, [])
-    jobs = ["job-1"]
-    session.add_hold(lambda: bool(jobs))
-    assert session.held()
-    jobs.clear()
     assert not session.held()
-    closed = []
-    session.add_close_hook(lambda: closed.append(True))
+    session.queue_turn("report", {"kind": "test"})
+    assert session.held()
+    assert session.next_queued().prompt == "report" and not session.held()
+    gate = threading.Event()
+
+    def run(cancel, on_progress, on_approval):
+        gate.wait(20)
+        return Result(ok=True, value={"agent": "codex", "status": "completed", "reply": "r"})
+
+    job = session.jobs.start("codex", None, run)
+    assert session.held()           # running
+    gate.set()
+    wait_for(lambda: not job.running)
+    assert session.held()           # finished, its report turn queued and unseen
+    session.next_queued()
+    assert not session.held()
     session.close()
     session.close()
-    assert closed == [True]
-    assert workspace and session.ctx.session_state["scv.session"] is session
+    assert session.closed and session.jobs.closed and session.agents.conversations.closed
 
 
 def test_progress_is_throttled_and_never_in_history(supervisor, workspace):

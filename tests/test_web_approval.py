@@ -27,7 +27,7 @@ def test_risk_is_read_only_only_for_listed_https_hosts(supervisor, workspace, ur
     prepared = runner.prepare("web_fetch", {"url": url})
     assert prepared.risk is risk
     assert prepared.summary == f"fetch {url}"           # the full URL, since it can carry data
-    args = prepared.spec.worker_args(prepared.args, runner.ctx)
+    args = prepared.spec.worker_args(prepared.call, runner.ctx)
     assert ("redirect_hosts" in args) is (risk is Risk.READ_ONLY)
 
 

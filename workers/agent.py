@@ -2,8 +2,8 @@
 (built and approved on the supervisor side) with a private, cleaned environment, stdin from
 /dev/null, parsing its output line by line as it arrives, and returns one structured result.
 
-Private fields (`_vendor_session`, `_cwd`, `_available`) go to the supervisor's `complete()`,
-which records them and removes them before the model sees the result.
+What only the supervisor needs (the CLI's own session id, the directory, whether the agent
+could run at all) travels as the result's typed private part (`AgentPrivate`), never to the model.
 """
 
 import os
@@ -11,11 +11,12 @@ import shutil
 from pathlib import Path
 
 from scv import lineage
+from scv.agents.descriptors import DESCRIPTORS
+from scv.agents.environment import build_environment, prepare_home
+from scv.messages import AgentPrivate
 from workers import delegation_records, process_runner
 from workers.agents import tracking
 from workers.agents.capture import Head, Tail
-from scv.agents.descriptors import DESCRIPTORS
-from scv.agents.environment import build_environment, prepare_home
 from workers.agents.grace import ResultGraceToken
 from workers.agents.lines import LineSplitter
 from workers.agents.outcome import decide
@@ -23,7 +24,7 @@ from workers.agents.parse_claude import ClaudeStreamParser
 from workers.agents.parse_codex import CodexJsonParser
 from workers.agents.parse_pi import PiJsonParser
 from workers.agents.progress import ProgressThrottle
-from workers.runtime import ToolFailure, WorkerContext
+from workers.runtime import Reply, ToolFailure, WorkerContext
 
 PARSERS = {"claude-stream": ClaudeStreamParser, "codex-json": CodexJsonParser, "pi-json": PiJsonParser}
 
@@ -59,7 +60,7 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
     executable = argv[0]
     if not (os.path.isfile(executable) and os.access(executable, os.X_OK)):
         raise ToolFailure(f"{agent} cannot run: {executable} is no longer an executable file", **_blank(agent),
-                          _available=False)
+                          private=AgentPrivate(available=False))
     scv_home = Path(ctx.options["scv_home"])
     delegation_records.KEEPER.home = scv_home     # records of the calling session's SCV_HOME
     prepare_home(scv_home, descriptor)
@@ -111,7 +112,7 @@ def _run(args, ctx, descriptor, argv, cwd, env, run, outfile) -> dict:
         outcome = process_runner.run(spec, token, on_stdout, stderr.feed)
     except OSError as err:
         raise ToolFailure(f"{agent} could not be started: {argv[0]}: {err.strerror}", **_blank(agent),
-                          _available=False) from None
+                          private=AgentPrivate(available=False)) from None
     finally:
         token.close()
     if pids:
@@ -133,15 +134,14 @@ def _run(args, ctx, descriptor, argv, cwd, env, run, outfile) -> dict:
     result = {"agent": agent, "status": decision.status, "reply": decision.reply,
               "usage": parser.report.usage if parser else None, "exit_code": outcome.exit_code,
               # `truncated` says whether anything was cut: the reply, the error, or stderr's head.
-              "stderr_tail": stderr.text(), "truncated": decision.truncated or stderr.total > stderr.limit,
-              "_cwd": cwd, "_available": decision.available}
-    if parser is not None and parser.report.vendor_session:
-        result["_vendor_session"] = parser.report.vendor_session
+              "stderr_tail": stderr.text(), "truncated": decision.truncated or stderr.total > stderr.limit}
+    private = AgentPrivate(vendor_session=parser.report.vendor_session if parser is not None else None, cwd=cwd,
+                           available=decision.available)
     if decision.hint:
         result["hint"] = decision.hint
     if delegation_records.KEEPER.killed and decision.status != "completed":
         result["status"] = "cancelled"
-        raise ToolFailure(f"{agent} was stopped by scv agents kill", **result)
+        raise ToolFailure(f"{agent} was stopped by scv agents kill", private=private, **result)
     if decision.status in ("completed", "declined"):
-        return result
-    raise ToolFailure(decision.error or f"{agent} failed", **result)
+        return Reply(result, private)
+    raise ToolFailure(decision.error or f"{agent} failed", private=private, **result)

@@ -15,16 +15,24 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from scv.frames import FrameReader, frame
-from scv.messages import ApprovalRequest, Call, Progress, Result, decode_to_worker, encode
+from scv.messages import AgentPrivate, ApprovalRequest, Call, Progress, Result, decode_to_worker, encode
 from workers.cancel_token import CancelToken
 
 _ask_ids = itertools.count(1)
 
 
 class ToolFailure(Exception):
-    def __init__(self, message: str, **fields: Any):
+    def __init__(self, message: str, private: AgentPrivate | None = None, **fields: Any):
         super().__init__(message)
         self.fields = fields
+        self.private = private
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An executor's result with a part for the supervisor only (see scv/messages.py)."""
+    value: dict[str, Any]
+    private: AgentPrivate | None = None
 
 
 @dataclass
@@ -104,12 +112,15 @@ def open_workspace(call: Call) -> int | Result:
         return Result(ok=False, value={"error": f"the workspace {call.workspace} cannot be opened ({exc.strerror})"})
 
 
-def run_guarded(call: Call, work: Callable[[], dict]) -> Result:
-    """Runs an executor's work and turns whatever it raised into the call's result."""
+def run_guarded(call: Call, work: Callable[[], dict | Reply]) -> Result:
+    """Runs an executor's work and turns whatever it returned or raised into the call's result."""
     try:
-        return Result(ok=True, value=work())
+        value = work()
+        if isinstance(value, Reply):
+            return Result(ok=True, value=value.value, private=value.private)
+        return Result(ok=True, value=value)
     except ToolFailure as failure:
-        return Result(ok=False, value={**failure.fields, "error": str(failure)})
+        return Result(ok=False, value={**failure.fields, "error": str(failure)}, private=failure.private)
     except MemoryError:
         limit = call.options.get("memory_mb")
         return Result(ok=False, value={"error": f"the {call.tool} call ran out of memory (the worker's ceiling is "

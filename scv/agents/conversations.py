@@ -2,8 +2,18 @@
 ids, which never reach the model. One turn at a time; at most `max_conversations` per session
 (starting another forgets the least recently used idle one) and none left unused for longer than
 `idle_seconds`. A live conversation leaves a marker in `$SCV_HOME/state/conversations`, named
-after the CLI's session id, so `scv agents gc` keeps its transcript."""
+after the CLI's session id, so `scv agents gc` keeps its transcript.
 
+A conversation on a live backend (an ACP server, a nested SCV) owns the live worker that serves
+its turns, and closes it when it is forgotten:
+
+```
+NEW ──begin_turn──▶ BUSY ──end_turn──▶ IDLE ──begin_turn──▶ BUSY ...
+ (first turn reported no session, expiry, eviction, the session's end) ──▶ FORGOTTEN
+```
+"""
+
+import enum
 import json
 import os
 import re
@@ -11,11 +21,24 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Protocol
 
 from scv.errors import RefusedError
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+class ConversationState(enum.Enum):
+    NEW = "new"
+    IDLE = "idle"
+    BUSY = "busy"
+    FORGOTTEN = "forgotten"
+
+
+class LiveResource(Protocol):
+    """What a conversation owns on a live backend (scv/live_worker.py)."""
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -27,8 +50,23 @@ class Conversation:
     vendor_id: str | None = None    # the CLI's own session id, known once the CLI reported it
     new_vendor_id: str | None = None  # an id SCV chose for the first turn (Claude Code)
     turns: int = 0
-    busy: bool = False
+    state: ConversationState = ConversationState.NEW
     usage_total: dict[str, int] = field(default_factory=dict)
+    live: LiveResource | None = None    # the live worker serving it, on a live backend
+
+    @property
+    def busy(self) -> bool:
+        return self.state is ConversationState.BUSY
+
+    def move(self, to: ConversationState) -> None:
+        """The one transition function: refuses a move the lifecycle does not have."""
+        allowed = {ConversationState.NEW: {ConversationState.BUSY, ConversationState.FORGOTTEN},
+                   ConversationState.IDLE: {ConversationState.BUSY, ConversationState.FORGOTTEN},
+                   ConversationState.BUSY: {ConversationState.IDLE, ConversationState.FORGOTTEN},
+                   ConversationState.FORGOTTEN: set()}
+        if to not in allowed[self.state]:
+            raise ValueError(f"conversation {self.handle} cannot move from {self.state.value} to {to.value}")
+        self.state = to
 
 
 def write_marker(folder: Path, vendor_id: str, handle: str, agent: str) -> Path | None:
@@ -92,15 +130,12 @@ class Conversations:
         if conversation.busy:
             raise RefusedError(f"session busy: conversation {conversation.handle} is running a turn; wait for its "
                                "result, or omit session to start a new conversation")
-        # IDLE -> BUSY
-        conversation.busy = True
+        conversation.move(ConversationState.BUSY)    # NEW/IDLE -> BUSY
         conversation.last_used = self.clock()
 
     def end_turn(self, conversation: Conversation, vendor_id: str | None, cwd: str | None) -> bool:
         """Records a finished turn; returns False when the conversation was forgotten because its
         first turn ended before the CLI reported a session."""
-        # BUSY -> IDLE
-        conversation.busy = False
         conversation.last_used = self.clock()
         if self.closed:
             # The session ended while this turn ran (a cancelled background job): nothing continues it.
@@ -115,11 +150,17 @@ class Conversations:
         if conversation.cwd is None:
             conversation.cwd = cwd
         conversation.turns += 1
+        conversation.move(ConversationState.IDLE)    # BUSY -> IDLE
         return True
 
     def forget(self, handle: str) -> None:
         conversation = self._by_handle.pop(handle, None)
-        if conversation is not None and conversation.vendor_id and _SAFE_ID.fullmatch(conversation.vendor_id):
+        if conversation is None:
+            return
+        conversation.move(ConversationState.FORGOTTEN)  # -> FORGOTTEN: nothing continues it
+        if conversation.live is not None:
+            conversation.live.close()
+        if conversation.vendor_id and _SAFE_ID.fullmatch(conversation.vendor_id):
             try:
                 (self.markers / conversation.vendor_id).unlink()
             except FileNotFoundError:

@@ -2,7 +2,8 @@
 offers, the options it takes, the user's `use_for` note and defaults), the `agent` argument's
 description, and the system prompt's "Delegating work" section."""
 
-from scv.config import AgentSettings, Config
+from scv.agents.settings import AgentSettings
+from scv.config import Config
 from scv.agents.descriptors import GROK, Descriptor
 
 

@@ -1,16 +1,14 @@
-"""Per-session delegation state, kept in `ctx.session_state["agent"]`: the agents offered (decided
-once, when the session first asks), the session's conversations and its id in SCV_PARENT."""
+"""A session's delegation state: the agents it offers (decided once, when the session starts),
+its conversations, and its id in SCV_PARENT. The session that opens it closes it."""
 
 import secrets
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
-from scv.agents.conversations import Conversation, Conversations
+from scv.agents.conversations import Conversations
 from scv.agents.offered import OfferedAgent, discover
-from scv.config import scv_home
-from scv.tools.base import ToolContext
-
-STATE_KEY = "agent"
+from scv.config import Config
 
 
 @dataclass
@@ -18,29 +16,16 @@ class AgentSession:
     offered: dict[str, OfferedAgent]
     conversations: Conversations
     session_id: str = field(default_factory=lambda: f"s-{secrets.token_hex(4)}")
-    # Calls between worker_args() and complete(), by id of their Args: the conversation each runs.
-    running: dict[int, Conversation | None] = field(default_factory=dict)
-    closes_with_session: bool = False
+    # Which backend runs an offered agent (None: its CLI once per turn); tests put a fake here.
+    choose_backend: Callable[[OfferedAgent], Any] | None = None
+
+    def close(self) -> None:
+        """Handles end with the SCV session, and so do their live workers."""
+        self.conversations.close()
 
 
-def _close_with_the_session(ctx: ToolContext, state: AgentSession) -> None:
-    """Handles end with the SCV session. The session registers itself in `session_state` only
-    after building its registry (which already asks for this state), so this is retried on each use."""
-    session: Any = ctx.session_state.get("scv.session")
-    if session is not None and not state.closes_with_session:
-        state.closes_with_session = True
-        session.add_close_hook(state.conversations.close)
-
-
-def agent_session(ctx: ToolContext) -> AgentSession:
-    state: Any = ctx.session_state.get(STATE_KEY)
-    if state is None:
-        home = scv_home()
-        settings = ctx.config.agent
-        state = AgentSession(offered=discover(home=home),
-                             conversations=Conversations(settings.max_conversations,
-                                                         settings.conversation_idle_seconds,
-                                                         home / "state" / "conversations"))
-        ctx.session_state[STATE_KEY] = state
-    _close_with_the_session(ctx, state)
-    return state
+def open_agent_session(config: Config, home: Path, environ: dict[str, str] | None = None) -> AgentSession:
+    settings = config.agent
+    return AgentSession(offered=discover(environ, home=home),
+                        conversations=Conversations(settings.max_conversations, settings.conversation_idle_seconds,
+                                                    home / "state" / "conversations"))

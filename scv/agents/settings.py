@@ -1,13 +1,40 @@
-"""Validation of the user's `[agent]` delegation keys and `[agents.NAME]` tables, which types
-alone cannot express: known agent names, one-line `use_for` notes, and `model`/`effort` only on
-agents that take them. (A project config cannot set these keys at all: see scv/config.py.)"""
+"""The user's `[agent]` delegation keys and `[agents.NAME]` tables: typed Structs (msgspec
+checks the values it can, such as `effort` and `permissions`), and the checks types cannot
+express: known agent names, one-line `use_for` notes, and `model`/`effort` only on agents that
+take them. (A project config cannot set these keys at all: see scv/config.py.)"""
 
 from pathlib import Path
+from typing import Annotated, Literal
 
-from scv.agents.options import EFFORTS, check_model
-from scv.config import Config
-from scv.errors import ConfigError, RefusedError
+import msgspec
+from msgspec import Meta
+
 from scv.agents.descriptors import DESCRIPTORS
+from scv.agents.options import check_model
+from scv.errors import ConfigError, RefusedError
+
+PositiveInt = Annotated[int, Meta(ge=1)]
+
+
+class AgentConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """[agent]: the session's own model loop (delegation keys join this table later)."""
+    system_prompt: str | None = None        # None: the built-in prompt (scv/prompt.py)
+    max_turns: Annotated[int, Meta(ge=1, le=10000)] = 50    # model responses within one turn
+    # Delegation (the `agent` tool; checked against the known agents in scv/agents/settings.py).
+    prefer: list[str] = []                  # the first one the session offers is the default
+    max_conversations: Annotated[int, Meta(ge=1, le=1000)] = 8
+    conversation_idle_seconds: PositiveInt = 86400
+    max_delegation_depth: Annotated[int, Meta(ge=0, le=16)] = 2
+    max_background: Annotated[int, Meta(ge=0, le=64)] = 4     # background jobs at once; 0 turns them off
+
+
+class AgentSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """[agents.NAME]: the user's notes and defaults for one delegated agent."""
+    use_for: str | None = None
+    model: str | None = None
+    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
+    permissions: Literal["default", "full"] = "default"     # "full": the CLI's own full-autonomy switches
+
 
 MAX_USE_FOR_BYTES = 500
 
@@ -16,11 +43,11 @@ def _known() -> str:
     return ", ".join(DESCRIPTORS)
 
 
-def check_agent_settings(config: Config, path: Path) -> None:
-    for name in config.agent.prefer:
+def check_agent_settings(agent: AgentConfig, agents: dict[str, AgentSettings], path: Path) -> None:
+    for name in agent.prefer:
         if name not in DESCRIPTORS:
             raise ConfigError(f"{path}: agent.prefer names the unknown agent {name!r}; the agents are: {_known()}")
-    for name, settings in config.agents.items():
+    for name, settings in agents.items():
         if name not in DESCRIPTORS:
             raise ConfigError(f"{path}: [agents.{name}] is not a known agent; the agents are: {_known()}")
         descriptor = DESCRIPTORS[name]
@@ -40,9 +67,3 @@ def check_agent_settings(config: Config, path: Path) -> None:
             if not descriptor.takes_effort:
                 raise ConfigError(f"{path}: agents.{name}.effort is set, but {name} does not take an effort; "
                                   "remove it")
-            if settings.effort not in EFFORTS:
-                raise ConfigError(f"{path}: agents.{name}.effort {settings.effort!r} is not one of "
-                                  f"{', '.join(EFFORTS)}; pick one")
-        if settings.permissions not in ("default", "full"):
-            raise ConfigError(f"{path}: agents.{name}.permissions {settings.permissions!r} is not \"default\" or "
-                              "\"full\"; pick one")

@@ -9,15 +9,18 @@ import click
 import msgspec
 
 from scv.batch import results, tasks
+from scv.agents.session import open_agent_session
 from scv.batch.runner import BatchRunner
 from scv.calls import ToolRunner
 from scv.commands.common import load_context, workspace_option
+from scv.config import scv_home
 from scv.delegations.startup import start_tracking
 from scv.errors import ConfigError, ScvError, UsageError
 from scv.stopping import SETTLE_SECONDS
 from scv.supervisor import Supervisor
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry, executor_modules
+from scv.tools.services import Services
 
 EXIT_ALL_COMPLETED = 0
 EXIT_SOME_DID_NOT = 1
@@ -64,8 +67,9 @@ def batch_command(file: Path, parallel: int | None, output: Path | None, workspa
         ctx = ToolContext(workspace=ctx.workspace, config=msgspec.structs.replace(ctx.config, agent=agent))
     supervisor = Supervisor(preload=executor_modules())     # before any thread
     start_tracking(supervisor)
+    agents = open_agent_session(ctx.config, scv_home())
     try:
-        registry = build_registry(ctx)
+        registry = build_registry(ctx, Services(agents=agents))
         if "agent" not in registry.names():
             raise UsageError("no agent is offered here (no agent CLI was found, or agent.max_delegation_depth is "
                              "reached), so there is nothing to run the batch on")
@@ -81,23 +85,16 @@ def batch_command(file: Path, parallel: int | None, output: Path | None, workspa
         sink = results.ResultSink(output, sys.stdout.buffer)
         sink.open({task_id: line for task_id, line in kept.items()})
         code = _run(make_runner, todo, sink, limit, skipped)
-        _forget_conversations(ctx)
     except ScvError as err:
         click.echo(f"scv: {err}", err=True)
         code = err.exit_code
     except KeyboardInterrupt:       # Ctrl-C while the input is checked: nothing had started
         code = EXIT_SIGINT
     finally:
+        # The batch's conversations end with it: their markers go, so gc may collect the transcripts.
+        agents.close()
         supervisor.close()
     sys.exit(code)
-
-
-def _forget_conversations(ctx) -> None:
-    """The batch's conversations end with it: their markers go, so gc may collect the transcripts."""
-    from scv.agents.session import STATE_KEY
-    state = ctx.session_state.get(STATE_KEY)
-    if state is not None:
-        state.conversations.close()
 
 
 def _run(make_runner, todo, sink: results.ResultSink, limit: int, skipped: int) -> int:

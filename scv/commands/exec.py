@@ -26,8 +26,9 @@ from scv.providers.factory import build_provider
 from scv.session import Session
 from scv.stopping import SETTLE_SECONDS
 from scv.supervisor import Supervisor
-from scv.tools.base import Risk
+from scv.risk import Risk
 from scv.tools.registry import executor_modules
+from scv.turn_loop import Phase
 
 EXIT_COMPLETED = 0
 EXIT_TURN_FAILED = 1
@@ -187,7 +188,7 @@ def _run(session: Session, prompt: str, timeout: float | None) -> int:
     if not done.is_set():
         # Cancelled: wait for a running tool call to stop its processes; a turn that waits on the
         # model or a person has nothing running and is abandoned (its thread is a daemon).
-        done.wait(SETTLE_SECONDS if session.phase == "tool" else OTHER_STOP_WAIT)
+        done.wait(SETTLE_SECONDS if session.phase is Phase.TOOL else OTHER_STOP_WAIT)
     session.close()
     if stopped_by:
         return EXIT_SIGINT if stopped_by[0] == signal.SIGINT else EXIT_SIGTERM

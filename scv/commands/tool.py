@@ -7,13 +7,16 @@ import sys
 import click
 import msgspec
 
+from scv.agents.session import open_agent_session
 from scv.approval import choose_approver
 from scv.calls import ToolRunner
 from scv.cancellation import Cancellation
 from scv.commands.common import load_context, workspace_option
+from scv.config import scv_home
 from scv.errors import RefusedError, ScvError
 from scv.supervisor import Supervisor
 from scv.tools.registry import build_registry
+from scv.tools.services import Services, open_services
 
 
 def _emit(value: dict) -> None:
@@ -40,7 +43,8 @@ def tool_command(name: str, args_json: str | None, workspace: str | None, auto_a
         stdin_is_terminal = False
     try:
         ctx = load_context(workspace)
-        registry = build_registry(ctx)
+        agents = open_agent_session(ctx.config, scv_home())
+        registry = build_registry(ctx, Services(agents=agents))
         spec = registry.get(name)
         supervisor = Supervisor(preload=[spec.executor.partition(":")[0]])
         with supervisor:
@@ -48,7 +52,10 @@ def tool_command(name: str, args_json: str | None, workspace: str | None, auto_a
             prepared = runner.prepare(name, args_json)
             runner.approve(prepared)
             with _cancelled_by_signals() as (cancel, stopped_by):
-                result = runner.run(prepared, cancel=cancel)
+                try:
+                    result = runner.run(prepared, cancel=cancel)
+                finally:
+                    agents.close()
     except ScvError as err:
         _emit({"error": str(err)})
         click.echo(f"scv: {err}", err=True)
@@ -85,7 +92,10 @@ def tools_command(workspace: str | None, as_json: bool) -> None:
     """List the tools with their risk (and, with --json, their JSON Schema)."""
     try:
         ctx = load_context(workspace)
-        described = [spec.describe(ctx) for spec in build_registry(ctx)]
+        # What a session here would offer, jobs included.
+        services = open_services(ctx.config, scv_home())
+        described = [spec.describe(ctx) for spec in build_registry(ctx, services)]
+        services.agents.close()
     except ScvError as err:
         if not as_json:
             raise

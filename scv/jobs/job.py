@@ -1,10 +1,14 @@
 """One background job: an `agent` call running in its own worker on a thread of the session.
 
-States: RUNNING -> one of the agent's final statuses (completed, failed, declined, timeout)
-or `cancelled` when `agent_cancel` or the session's end stopped it. `seen` becomes true once the
-model has read the final result (through agent_wait, agent_status or a report turn).
+```
+RUNNING ──the call ends──▶ COMPLETED | FAILED | DECLINED | TIMEOUT
+   └──agent_cancel, or the session's end──▶ CANCELLED
+```
+`seen` becomes true once the model has read the final result (through agent_wait,
+agent_status or a report turn).
 """
 
+import enum
 import threading
 import time
 from dataclasses import dataclass, field
@@ -12,8 +16,23 @@ from typing import Any
 
 from scv.cancellation import Cancellation
 
-RUNNING = "running"
-CANCELLED = "cancelled"
+
+class JobState(str, enum.Enum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    DECLINED = "declined"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+
+
+def final_state(status: str | None, ok: bool) -> JobState:
+    """The state a finished call's status names; an unknown status is a failure."""
+    try:
+        state = JobState(status or ("completed" if ok else "failed"))
+    except ValueError:
+        return JobState.FAILED
+    return JobState.FAILED if state is JobState.RUNNING else state
 
 
 @dataclass
@@ -23,7 +42,7 @@ class Job:
     conversation: str | None        # the session handle the call continues, when it names one
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
-    status: str = RUNNING
+    state: JobState = JobState.RUNNING
     result: dict[str, Any] | None = None
     progress: str | None = None     # the latest progress line while it runs
     seen: bool = False
@@ -36,7 +55,18 @@ class Job:
 
     @property
     def running(self) -> bool:
-        return self.status == RUNNING
+        return self.state is JobState.RUNNING
+
+    @property
+    def status(self) -> str:
+        return self.state.value
+
+    def settle(self, state: JobState) -> None:
+        """RUNNING -> a final state; a finished job never moves again."""
+        if self.state is not JobState.RUNNING or state is JobState.RUNNING:
+            raise ValueError(f"job {self.id} cannot move from {self.state.value} to {state.value}")
+        self.state = state
+        self.finished = time.monotonic()
 
     def elapsed(self) -> float:
         end = self.finished if self.finished is not None else time.monotonic()

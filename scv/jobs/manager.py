@@ -1,11 +1,12 @@
-"""A session's background jobs (kept in `ctx.session_state["jobs"]`).
+"""A session's background jobs.
 
 A job is an `agent` call that was validated and approved in the foreground, then runs in its
-own worker on a thread of its own, through a ToolRunner of its own so it never waits for the
-session's foreground calls (nor they for it). At most `agent.max_background` run at once; the
-16 newest finished jobs are remembered. A finished job whose result the model has not seen is
-reported in a turn the session starts itself once idle (up to four jobs a turn). Closing the
-session cancels every running job, which stops its processes.
+own worker on a thread of its own (the tool runner hands it a `run` function that goes through a
+runner of its own, so it never waits for the session's foreground calls, nor they for it). At
+most `agent.max_background` run at once; the 16 newest finished jobs are remembered. A finished
+job whose result the model has not seen is reported in a turn the session starts itself once
+idle (up to four jobs a turn). Closing the session cancels every running job, which stops its
+processes.
 
 Approvals a nested agent relays from inside a job get what the session would answer without
 asking anyone: the policy's own verdict, else the client's declared auto-approval, else a denial.
@@ -15,27 +16,31 @@ import itertools
 import re
 import threading
 import time
-from typing import Any
-
-import msgspec
+from typing import Any, Callable
 
 from scv.approval import Verdict, policy_verdict
 from scv.cancellation import Cancellation
 from scv.errors import RefusedError
 from scv.jobs import report
-from scv.jobs.job import CANCELLED, Job
-from scv.messages import ApprovalRequest
+from scv.jobs.job import Job, JobState, final_state
+from scv.messages import ApprovalRequest, Result
+from scv.risk import Risk
 from scv.stopping import SETTLE_SECONDS
-from scv.tools.base import Risk, ToolContext
 
-STATE_KEY = "jobs"
 REMEMBERED = 16
+
+# What a job runs: its call, with the job's own cancellation, progress sink and approval answerer.
+JobRun = Callable[[Cancellation, Callable[[str], None], Callable[[ApprovalRequest], bool]], Result]
+# Queues a report turn whose prompt and origin are built when it starts (None: nothing left).
+QueueReport = Callable[[Callable[[], tuple[str, dict[str, Any]] | None]], None]
 
 
 class Jobs:
-    def __init__(self, session: Any, max_background: int):
-        self.session = session
+    def __init__(self, max_background: int, policy: str, auto_approve: bool, queue_report: QueueReport):
         self.max_background = max_background
+        self.policy = policy
+        self.auto_approve = auto_approve
+        self._queue_report = queue_report
         self._ids = itertools.count(1)
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
@@ -56,55 +61,47 @@ class Jobs:
             raise RefusedError(f"{self.max_background} background jobs are already running, the limit "
                                "(agent.max_background); wait for one with agent_wait, or stop one with agent_cancel")
 
-    def start(self, spec: Any, args: msgspec.Struct, runner: Any, agent: str, conversation: str | None) -> Job:
-        """Runs an approved agent call as a job; returns at once."""
-        from scv.calls import PreparedCall     # late: scv.calls imports the tool registry
+    def start(self, agent: str, conversation: str | None, run: JobRun) -> Job:
+        """Runs an approved call as a job; returns at once."""
         self.check_can_start()
         job = Job(id=f"job-{next(self._ids)}", agent=agent, conversation=conversation)
-        # The job's own runner, so the job and the session's foreground calls never wait for each other.
-        own = type(runner)(runner.supervisor, runner.registry, runner.ctx, runner.approver)
-        # The same call, run in the foreground of the job's thread.
-        args = msgspec.structs.replace(args, background=False)
-        foreground = PreparedCall(spec, args, spec.risk(args, runner.ctx), spec.summary(args, runner.ctx))
         with self._lock:
             self._jobs[job.id] = job
-        thread = threading.Thread(target=self._run, args=(job, own, foreground), name=f"scv-{job.id}", daemon=True)
+        thread = threading.Thread(target=self._run, args=(job, run), name=f"scv-{job.id}", daemon=True)
         self._threads = [t for t in self._threads if t.is_alive()] + [thread]
         thread.start()
         return job
 
-    def _run(self, job: Job, runner: Any, prepared: Any) -> None:
+    def _run(self, job: Job, run: JobRun) -> None:
         ok, value = False, {}
         try:
-            result = runner.run(prepared, cancel=job.cancel, on_progress=lambda line: setattr(job, "progress", line),
-                                on_approval=self._approval)
-            ok, value = result.ok, result.value
+            result = run(job.cancel, lambda line: setattr(job, "progress", line), self.answer_unasked)
+            ok, value = result.ok, dict(result.value)
         except Exception as exc:       # a bug here must still settle the job
             value = {"agent": job.agent, "status": "failed", "error": f"the background job failed: {exc}"}
         self._settle(job, ok, value)
 
-    def _approval(self, ask: ApprovalRequest) -> bool:
+    def answer_unasked(self, ask: ApprovalRequest) -> bool:
+        """A relayed request inside a job: nobody can be asked, so the session's unasked answer."""
         try:
             risk = Risk(ask.risk)
         except ValueError:
             risk = Risk.DELEGATE
-        verdict = policy_verdict(self.session.ctx.config.tools.approval_policy, risk)
+        verdict = policy_verdict(self.policy, risk)
         if verdict is not Verdict.ASK:
             return verdict is Verdict.RUN
-        return bool(self.session.auto_approve)
+        return bool(self.auto_approve)
 
     def _settle(self, job: Job, ok: bool, value: dict[str, Any]) -> None:
         with self._lock:
-            # RUNNING -> its final status (cancelled when asked to stop)
             job.result = value
-            job.status = CANCELLED if job.cancel_requested else str(value.get("status") or
-                                                                    ("completed" if ok else "failed"))
             if job.cancel_requested:
-                value["status"] = CANCELLED
+                value["status"] = JobState.CANCELLED.value
                 job.seen = True         # the model asked for the stop: no report follows
+            # RUNNING -> its final state (cancelled when asked to stop)
+            job.settle(JobState.CANCELLED if job.cancel_requested else final_state(value.get("status"), ok))
             if value.get("session"):
                 job.conversation = value["session"]
-            job.finished = time.monotonic()
             job.progress = None
             waiters = list(job.waiters)
             self._forget_old()
@@ -116,7 +113,7 @@ class Jobs:
         for waiter in waiters:
             waiter.cancel()
         if report_now:
-            self.session.queue_report(self._build_report)
+            self._queue_report(self._build_report)
 
     def _forget_old(self) -> None:
         # Only seen jobs are forgotten: an unseen one waits for its report turn, then goes.
@@ -140,7 +137,7 @@ class Jobs:
             if rest and not self.closed:
                 self._report_queued = True
         if rest and not self.closed:
-            self.session.queue_report(self._build_report)
+            self._queue_report(self._build_report)
         if not batch:
             return None
         return report.prompt(batch), report.origin(batch)
@@ -190,7 +187,7 @@ class Jobs:
         with self._lock:
             if not job.running:
                 return False
-            # RUNNING -> CANCELLING: the job's call is cancelled; its worker stops the agent's processes.
+            # RUNNING (cancel requested): the job's call is cancelled; its worker stops the agent's processes.
             job.cancel_requested = True
             job.cancel.cancel()
             return True
@@ -212,26 +209,6 @@ class Jobs:
             thread.join(max(0.0, deadline - time.monotonic()))
 
 
-def jobs_of(ctx: ToolContext) -> Jobs:
-    """The session's jobs; raises RefusedError outside a session or when jobs are off."""
-    jobs = ctx.session_state.get(STATE_KEY)
-    if jobs is not None:
-        return jobs
-    limit = ctx.config.agent.max_background
-    if limit <= 0:
-        raise RefusedError("background jobs are off (agent.max_background = 0); run the agent call without "
-                           "background")
-    session = ctx.session_state.get("scv.session")
-    if session is None:
-        raise RefusedError("background jobs belong to a session (scv exec or scv server --stdio) and there is "
-                           "none here; run the agent call without background")
-    jobs = Jobs(session, limit)
-    ctx.session_state[STATE_KEY] = jobs
-    session.add_hold(jobs.outstanding)
-    session.add_close_hook(jobs.close)
-    return jobs
-
-
 JOB_HANDLE = re.compile(r"job-[1-9][0-9]{0,8}")
 
 
@@ -241,13 +218,12 @@ def check_handle(tool: str, job_id: str) -> None:
                            "them)")
 
 
-def find_job(ctx: ToolContext, job_id: str) -> tuple[Jobs | None, Job | None, str | None]:
-    """(jobs, job, None), or (jobs or None, None, the sentence saying why there is no such job)."""
-    jobs = ctx.session_state.get(STATE_KEY)
-    if jobs is None:
-        return None, None, (f"no background job {job_id!r} in this session: no job has been started; an agent call "
+def find_job(jobs: Jobs | None, job_id: str) -> tuple[Job | None, str | None]:
+    """(job, None), or (None, the sentence saying why there is no such job)."""
+    if jobs is None or not jobs.all():
+        return None, (f"no background job {job_id!r} in this session: no job has been started; an agent call "
                             "with \"background\": true starts one")
     try:
-        return jobs, jobs.get(job_id), None
+        return jobs.get(job_id), None
     except RefusedError as err:
-        return jobs, None, str(err)
+        return None, str(err)

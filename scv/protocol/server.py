@@ -29,9 +29,11 @@ from scv.protocol.messages import (INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_
                                    TurnStart, decode_request, encode)
 from scv.providers.factory import build_provider
 from scv.session import Session
+from scv.turn_loop import Phase
 from scv.stopping import SETTLE_SECONDS
 from scv.supervisor import Supervisor
-from scv.tools.base import Risk, ToolContext
+from scv.risk import Risk
+from scv.tools.base import ToolContext
 
 OTHER_STOP_WAIT = 1.0
 WAKE_SIGNAL = signal.SIGUSR1    # sent to the reading thread when the turn thread finds stdout broken
@@ -305,8 +307,8 @@ class StdioServer:
         thread = self._worker
         if thread is None or not thread.is_alive():
             return
-        phase = self.session.phase if self.session else "idle"
-        thread.join(SETTLE_SECONDS if phase == "tool" else OTHER_STOP_WAIT)
+        phase = self.session.phase if self.session else Phase.IDLE
+        thread.join(SETTLE_SECONDS if phase is Phase.TOOL else OTHER_STOP_WAIT)
 
     def _close_session(self) -> None:
         session = self.session

@@ -1,35 +1,32 @@
 """`agent`: hands work to a delegated coding agent (Claude Code, Codex, Grok Build, DeepSeek
-Harness, pi) and returns one structured result, whatever the CLI printed.
+Harness, pi) and returns one structured result, whatever the agent printed.
 
 This spec chooses the agent (session handle, then `agent`, then the user's `[agent] prefer`),
-checks the call against what that agent takes before any approval, builds the exact argument
-vector the approval shows, and keeps conversations: the worker reports the CLI's own session id
-in a private field that `complete()` records and removes. The backend today is the agent's CLI,
-once per turn (`workers/agent.py`); the model sees this one schema whichever backend runs.
+checks the call against what that agent takes before any approval, and plans it once: the
+`AgentCall` it prepares is what every later hook receives. The call runs on the agent's backend
+(scv/agents/backends/: today's CLI once per turn, or a live backend that keeps one agent process
+for a conversation); this spec keeps the conversations and reads the backend's private report.
+The model sees this one schema whichever backend runs.
 """
 
-import contextlib
-import json
+import dataclasses
 import os
-import secrets
-import uuid
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 import msgspec
 from msgspec import Meta
 
+from scv.agents.backends.base import AgentBackend, AgentCall
+from scv.agents.backends.cli import CliBackend
 from scv.agents.conversations import Conversation
 from scv.agents.describe import agent_argument, default_agent, delegating_section
 from scv.agents.offered import OfferedAgent
 from scv.agents.options import EFFORTS, blank_to_none, check_effort, check_model, check_prompt
-from scv.agents.session import agent_session
+from scv.agents.session import AgentSession
 from scv.config import scv_home
 from scv.errors import RefusedError
-from scv.tools.base import Risk, ToolContext, ToolSpec, set_maximum, short
-from scv.agents.descriptors import build_argv, agent_home
-
-PRIVATE_PREFIX = "_"
+from scv.messages import Result
+from scv.tools.base import BackgroundCall, Launch, Risk, ToolContext, ToolSpec, set_maximum
 
 
 class AgentArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -54,21 +51,6 @@ class AgentArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         "finishes (agent_wait, agent_status and agent_cancel manage jobs)."))] = False
 
 
-@dataclass(frozen=True)
-class Plan:
-    offered: OfferedAgent
-    conversation: Conversation | None
-    prompt: str
-    model: str | None
-    effort: str | None
-    cwd: str | None
-    full_permissions: bool
-
-    @property
-    def name(self) -> str:
-        return self.offered.descriptor.name
-
-
 def _takers(offered: dict[str, OfferedAgent], option: str) -> str:
     names = [name for name, o in offered.items() if getattr(o.descriptor, f"takes_{option}")]
     return ", ".join(names) if names else "none on offer"
@@ -88,13 +70,24 @@ class AgentTool(ToolSpec):
 
     # --- which agent, and is the call acceptable --------------------------------------------
 
+    CLI = CliBackend()
+
     def enabled(self, ctx: ToolContext) -> bool:
         if ctx.delegation_depth >= ctx.config.agent.max_delegation_depth:
             return False
-        return bool(agent_session(ctx).offered)
+        return bool(self.services.agents is not None and self.services.agents.offered)
 
-    def plan(self, args: AgentArgs, ctx: ToolContext) -> Plan:
-        state = agent_session(ctx)
+    def _agents(self) -> AgentSession:
+        if self.services.agents is None:
+            raise RefusedError("no agent is offered here; the agent tool needs a session with delegated agents")
+        return self.services.agents
+
+    def backend_for(self, offered: OfferedAgent) -> AgentBackend:
+        choose = self._agents().choose_backend
+        return choose(offered) if choose is not None else self.CLI
+
+    def prepare(self, args: AgentArgs, ctx: ToolContext) -> AgentCall:
+        state = self._agents()
         offered = state.offered
         choices = ", ".join(offered) or "none"
         requested = blank_to_none(args.agent)
@@ -148,9 +141,21 @@ class AgentTool(ToolSpec):
         if args.timeout_seconds is not None and args.timeout_seconds > ceiling:
             raise RefusedError(f"agent timeout_seconds {args.timeout_seconds} is over the ceiling of {ceiling} "
                                "seconds (tools.max_timeout_seconds); ask for at most that")
+        if args.background:
+            jobs = self.services.jobs
+            if ctx.config.agent.max_background <= 0:
+                raise RefusedError("background jobs are off (agent.max_background = 0); run the agent call without "
+                                   "background")
+            if jobs is None:
+                raise RefusedError("background jobs belong to a session (scv exec or scv server --stdio) and there "
+                                   "is none here; run the agent call without background")
+            jobs.check_can_start()
         settings = ctx.config.agents.get(name)
         full = settings is not None and settings.permissions == "full"
-        return Plan(chosen, conversation, args.prompt, model, effort, cwd, full)
+        timeout = float(args.timeout_seconds or ctx.config.tools.agent_timeout_seconds)
+        return AgentCall(offered=chosen, backend=self.backend_for(chosen), conversation=conversation,
+                         prompt=args.prompt, model=model, effort=effort, cwd=cwd, full_permissions=full,
+                         timeout_seconds=timeout, background=args.background, session_id=state.session_id)
 
     @staticmethod
     def _check_cwd(cwd: str, ctx: ToolContext) -> None:
@@ -161,120 +166,66 @@ class AgentTool(ToolSpec):
         if joined != root and not joined.startswith(root.rstrip(os.sep) + os.sep):
             raise RefusedError(f"agent cwd {cwd!r} is outside the workspace; pass a directory inside it")
 
-    def check(self, args: AgentArgs, ctx: ToolContext) -> None:
-        self.plan(args, ctx)
-        if args.background:
-            from scv.jobs.manager import jobs_of     # late: jobs import the call path
-            jobs_of(ctx).check_can_start()
-
     # --- what the person approving sees ------------------------------------------------------
 
-    def risk(self, args: AgentArgs, ctx: ToolContext) -> Risk:
+    def risk(self, call: AgentCall, ctx: ToolContext) -> Risk:
         return Risk.DELEGATE
 
-    def timeout_seconds(self, args: AgentArgs, ctx: ToolContext) -> float:
-        return float(args.timeout_seconds or ctx.config.tools.agent_timeout_seconds)
+    def timeout_seconds(self, call: AgentCall, ctx: ToolContext) -> float:
+        return call.timeout_seconds
 
-    def _argv(self, plan: Plan, *, new_session: str | None, resume: str | None, outfile: str) -> list[str]:
-        return build_argv(plan.offered.descriptor, plan.offered.executable, plan.prompt, model=plan.model,
-                          effort=plan.effort, full_permissions=plan.full_permissions, new_session=new_session,
-                          resume=resume, outfile=outfile)
-
-    def summary(self, args: AgentArgs, ctx: ToolContext) -> str:
-        plan = self.plan(args, ctx)
-        conversation = plan.conversation
-        resume = f"<session of {conversation.handle}>" if conversation is not None else None
-        argv = self._argv(plan, new_session="<new session id>", resume=resume, outfile="<private tmp file>")
-        shown = [short(arg, 300) for arg in argv[1:]]
-        directory = os.path.realpath(os.path.join(ctx.workspace, plan.cwd)) if plan.cwd else str(ctx.workspace)
-        text = (f"agent {plan.name}: Launch {argv[0]} with args {json.dumps(shown, ensure_ascii=False)} in "
-                f"{directory} (timeout {int(self.timeout_seconds(args, ctx))} s). Delegate risk: the agent reads, "
-                "writes and runs commands on its own, may use the credentials it can reach, and calls its own "
-                "model provider.")
-        if plan.full_permissions:
-            text += f" FULL PERMISSIONS: {plan.name} runs with its own approvals and sandbox switched off."
-        return text
+    def summary(self, call: AgentCall, ctx: ToolContext) -> str:
+        return call.backend.summary(call, ctx)
 
     # --- the run -----------------------------------------------------------------------------
 
-    def start_detached(self, args: AgentArgs, ctx: ToolContext, runner: Any) -> dict[str, Any] | None:
-        if not args.background:
+    def background(self, call: AgentCall, ctx: ToolContext) -> BackgroundCall[AgentCall] | None:
+        if not call.background:
             return None
-        from scv.jobs.manager import jobs_of
-        plan = self.plan(args, ctx)
-        conversation = plan.conversation.handle if plan.conversation is not None else None
-        job = jobs_of(ctx).start(self, args, runner, plan.name, conversation)
-        return {"job": job.id, "agent": plan.name, "status": "running", "background": True}
+        conversation = call.conversation.handle if call.conversation is not None else None
+        return BackgroundCall(dataclasses.replace(call, background=False), agent=call.name,
+                              conversation=conversation)
 
     def options(self, ctx: ToolContext) -> dict[str, Any]:
         return {"scv_home": str(scv_home())}
 
-    def worker_args(self, args: AgentArgs, ctx: ToolContext) -> dict[str, Any]:
-        plan = self.plan(args, ctx)
-        state = agent_session(ctx)
-        descriptor = plan.offered.descriptor
-        conversation, new_session, resume = plan.conversation, None, None
-        if conversation is None and descriptor.takes_session:
-            conversation = state.conversations.start(plan.name)
-            if not descriptor.session_from_cli:
-                conversation.new_vendor_id = new_session = str(uuid.uuid4())
-        elif conversation is not None:
-            resume = conversation.vendor_id
+    def run(self, call: AgentCall, ctx: ToolContext, launch: Launch) -> Result:
+        conversations = self._agents().conversations
+        conversation = call.conversation
+        if conversation is None and call.backend.keeps_conversations(call):
+            conversation = conversations.start(call.name)
         if conversation is not None:
-            state.conversations.begin_turn(conversation)
-        state.running[id(args)] = conversation
-        outfile = ""
-        if "{outfile}" in descriptor.output_args:
-            outfile = str(agent_home(scv_home(), plan.name) / "tmp" / secrets.token_hex(8) / "last-message.txt")
-        return {
-            "agent": plan.name,
-            "argv": self._argv(plan, new_session=new_session, resume=resume, outfile=outfile),
-            "cwd": plan.cwd or (conversation.cwd if conversation is not None else None),
-            "outfile": outfile or None,
-            "full_permissions": plan.full_permissions,
-            "session_id": state.session_id,
-            "delegation": f"{plan.name}-{secrets.token_hex(3)}",
-            "depth": ctx.delegation_depth + 1,
-            "conversation": conversation.handle if conversation is not None else None,
-            "turn": conversation.turns + 1 if conversation is not None else None,
-        }
-
-    @contextlib.contextmanager
-    def listen(self, args: AgentArgs, ctx: ToolContext, cancel: Any):
-        """A run that raises instead of returning a result (no `complete()`) still ends its turn,
-        so its conversation is not left busy for good."""
+            conversations.begin_turn(conversation)
+        previous_total = dict(conversation.usage_total) if conversation is not None else {}
+        result = None
         try:
-            yield cancel
-        except BaseException:
-            state = agent_session(ctx)
-            conversation = state.running.pop(id(args), None)
+            result = call.backend.run(call, conversation, ctx, launch, scv_home())
+        finally:
+            private = result.private if result is not None else None
             if conversation is not None:
-                # BUSY -> IDLE (a first turn that reported no session is forgotten)
-                state.conversations.end_turn(conversation, None, None)
-            raise
-
-    def complete(self, args: AgentArgs, ok: bool, value: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        state = agent_session(ctx)
-        conversation = state.running.pop(id(args), None)
-        private = {key: value.pop(key) for key in [k for k in value if k.startswith(PRIVATE_PREFIX)]}
-        status = value.setdefault("status", "completed" if ok else "failed")
-        name = value.setdefault("agent", conversation.agent if conversation is not None else blank_to_none(args.agent))
-        if conversation is not None:
-            previous_total = dict(conversation.usage_total)
-            kept = state.conversations.end_turn(conversation, private.get("_vendor_session"), private.get("_cwd"))
-            if kept:
-                value["session"] = conversation.handle
-                value["turn"] = conversation.turns
-                self._turn_usage(conversation, previous_total, value)
-        if status == "failed" and private.get("_available") is False:
-            others = [other for other in state.offered if other != name]
+                # BUSY -> IDLE, or forgotten (a first turn that reported no session, a live worker gone).
+                kept = conversations.end_turn(conversation, private.vendor_session if private else None,
+                                              private.cwd if private else None)
+                if kept and conversation.live is not None and not conversation.live.alive():
+                    conversations.forget(conversation.handle)
+                    kept = False
+        value = dict(result.value)
+        status = value.setdefault("status", "completed" if result.ok else "failed")
+        value.setdefault("agent", call.name)
+        if conversation is not None and kept:
+            value["session"] = conversation.handle
+            value["turn"] = conversation.turns
+            self._turn_usage(conversation, previous_total, value)
+        offered = self._agents().offered
+        if status == "failed" and private is not None and private.available is False:
+            others = [other for other in offered if other != call.name]
             if others:
                 value["fallback"] = ("This agent could not run: it is missing, signed out, or its provider returned "
                                      f"an error. Other agents are available: {', '.join(others)}. Call agent again "
                                      "with one of them.")
         if status == "declined":
-            value["note"] = self._declined_note(name, state.offered)
-        return value
+            value["note"] = self._declined_note(call.name, offered)
+        return Result(ok=result.ok, value=value)
 
     @staticmethod
     def _turn_usage(conversation: Conversation, previous: dict[str, int], value: dict[str, Any]) -> None:
@@ -299,8 +250,7 @@ class AgentTool(ToolSpec):
 
     def schema(self, ctx: ToolContext) -> dict[str, Any]:
         schema = super().schema(ctx)
-        state = agent_session(ctx)
-        offered = {name: o.descriptor for name, o in state.offered.items()}
+        offered = {name: o.descriptor for name, o in self._agents().offered.items()}
         props = schema["properties"]
         props["agent"] = {"type": "string", "enum": list(offered),
                           "description": agent_argument(ctx.config, offered)}
@@ -321,5 +271,5 @@ class AgentTool(ToolSpec):
         return schema
 
     def system_prompt_section(self, ctx: ToolContext) -> str | None:
-        offered = {name: o.descriptor for name, o in agent_session(ctx).offered.items()}
+        offered = {name: o.descriptor for name, o in self._agents().offered.items()}
         return delegating_section(ctx.config, offered) if offered else None

@@ -5,7 +5,7 @@ returns the job with status `cancelled`. No report turn follows: the model asked
 A job that had already finished is described with a note. Process risk: the approval policy
 decides it like `bash`."""
 
-import contextlib
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import msgspec
@@ -13,14 +13,22 @@ from msgspec import Meta
 
 from scv.jobs.manager import check_handle, find_job
 from scv.jobs.wake import until_settled
+from scv.messages import Result
 from scv.tools.agent_wait import jobs_enabled
-from scv.tools.base import Risk, ToolContext, ToolSpec
+from scv.tools.base import Launch, Risk, ToolContext, ToolSpec
 
 CANCEL_WAIT_SECONDS = 10
 
 
 class AgentCancelArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     job: Annotated[str, Meta(description="The job handle to stop, such as job-1.")]
+
+
+@dataclass
+class CancelCall:
+    """One agent_cancel call: its arguments, and whether this call is what stopped the job."""
+    args: AgentCancelArgs
+    stopped: bool = False
 
 
 class AgentCancelTool(ToolSpec):
@@ -32,44 +40,43 @@ class AgentCancelTool(ToolSpec):
     declared_risk = Risk.PROCESS
     example = {"job": "job-1"}
 
-    def __init__(self):
-        self._stopped: dict[int, bool] = {}     # calls between listen() and complete(): did this one stop it
-
     def enabled(self, ctx: ToolContext) -> bool:
-        return jobs_enabled(ctx)
+        return jobs_enabled(self, ctx)
 
-    def check(self, args: AgentCancelArgs, ctx: ToolContext) -> None:
+    def prepare(self, args: AgentCancelArgs, ctx: ToolContext) -> CancelCall:
         check_handle(self.name, args.job)
+        return CancelCall(args)
 
-    def summary(self, args: AgentCancelArgs, ctx: ToolContext) -> str:
-        _, job, _ = find_job(ctx, args.job)
+    def summary(self, call: CancelCall, ctx: ToolContext) -> str:
+        job, _ = find_job(self.services.jobs, call.args.job)
         agent = f" (agent {job.agent})" if job is not None else ""
-        return f"stop background job {args.job}{agent} and every process it started"
+        return f"stop background job {call.args.job}{agent} and every process it started"
 
-    def timeout_seconds(self, args: AgentCancelArgs, ctx: ToolContext) -> float:
+    def timeout_seconds(self, call: CancelCall, ctx: ToolContext) -> float:
         return CANCEL_WAIT_SECONDS + 5.0
 
-    def worker_args(self, args: AgentCancelArgs, ctx: ToolContext) -> dict[str, Any]:
-        _, _, missing = find_job(ctx, args.job)
-        return {"job": args.job, "seconds": CANCEL_WAIT_SECONDS, "missing": missing}
+    def worker_args(self, call: CancelCall, ctx: ToolContext) -> dict[str, Any]:
+        _, missing = find_job(self.services.jobs, call.args.job)
+        return {"job": call.args.job, "seconds": CANCEL_WAIT_SECONDS, "missing": missing}
 
-    @contextlib.contextmanager
-    def listen(self, args: AgentCancelArgs, ctx: ToolContext, cancel: Any):
-        jobs, job, _ = find_job(ctx, args.job)
+    def run(self, call: CancelCall, ctx: ToolContext, launch: Launch) -> Result:
+        jobs = self.services.jobs
+        job, _ = find_job(jobs, call.args.job)
+        message = launch.message(self.executor, self.worker_args(call, ctx))
         if job is None:
-            yield cancel
-            return
+            return launch.fresh(message)
         # Approved and running: the stop is requested now, and the worker waits for the job to settle.
-        self._stopped[id(args)] = jobs.request_cancel(job)
-        with until_settled(jobs, job, cancel) as merged:
-            yield merged
+        call.stopped = jobs.request_cancel(job)
+        with until_settled(jobs, job, launch.cancel) as merged:
+            return launch.fresh(message, cancel=merged)
 
-    def complete(self, args: AgentCancelArgs, ok: bool, value: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        jobs, job, _ = find_job(ctx, args.job)
+    def complete(self, call: CancelCall, result: Result, ctx: ToolContext) -> dict[str, Any]:
+        jobs = self.services.jobs
+        job, _ = find_job(jobs, call.args.job)
         if job is None:
-            return value
+            return result.value
         described = jobs.describe(job)
-        if not self._stopped.pop(id(args), False):
+        if not call.stopped:
             described["note"] = f"{job.id} had already finished ({job.status}); nothing was stopped"
         elif job.running:
             described["status"] = "cancelled"

@@ -7,7 +7,8 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
-from scv.jobs.manager import STATE_KEY, check_handle, find_job
+from scv.jobs.manager import check_handle, find_job
+from scv.messages import Result
 from scv.tools.agent_wait import jobs_enabled
 from scv.tools.base import Risk, ToolContext, ToolSpec
 
@@ -37,7 +38,7 @@ class AgentStatusTool(ToolSpec):
     example = {}
 
     def enabled(self, ctx: ToolContext) -> bool:
-        return jobs_enabled(ctx)
+        return jobs_enabled(self, ctx)
 
     def check(self, args: AgentStatusArgs, ctx: ToolContext) -> None:
         if args.job:
@@ -50,18 +51,18 @@ class AgentStatusTool(ToolSpec):
         return 30.0
 
     def worker_args(self, args: AgentStatusArgs, ctx: ToolContext) -> dict[str, Any]:
+        jobs = self.services.jobs
         if args.job:
-            _, job, missing = find_job(ctx, args.job)
+            job, missing = find_job(jobs, args.job)
             return {"single": True, "jobs": [job.describe()] if job else [], "missing": missing}
-        jobs = ctx.session_state.get(STATE_KEY)
         return {"single": False, "jobs": [job.describe() for job in jobs.all()] if jobs else [], "missing": None}
 
-    def complete(self, args: AgentStatusArgs, ok: bool, value: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        jobs = ctx.session_state.get(STATE_KEY)
-        if ok and jobs is not None:
+    def complete(self, args: AgentStatusArgs, result: Result, ctx: ToolContext) -> dict[str, Any]:
+        jobs, value = self.services.jobs, result.value
+        if result.ok and jobs is not None:
             shown = [value] if args.job else value.get("jobs", [])
             for item in shown:
-                _, job, _ = find_job(ctx, item.get("job", ""))
+                job, _ = find_job(jobs, item.get("job", ""))
                 if job is not None and item.get("status") != "running":
                     jobs.describe(job)      # read by the model: no report repeats it
         return value

@@ -6,7 +6,6 @@ and the supervisor's backstop apply to the wait as to any call. The result is th
 model reads it: finished with its result, or still running with its latest progress line.
 """
 
-import contextlib
 from typing import Annotated, Any
 
 import msgspec
@@ -15,8 +14,9 @@ from msgspec import Meta
 from scv.errors import RefusedError
 from scv.jobs.manager import check_handle, find_job
 from scv.jobs.wake import until_settled
-from scv.tools.base import Risk, ToolContext, ToolSpec, set_maximum
+from scv.messages import Result
 from scv.tools.agent import AgentTool
+from scv.tools.base import Launch, Risk, ToolContext, ToolSpec, set_maximum
 
 WAKE_MARGIN_SECONDS = 5.0      # the call's deadline lies past the wait itself
 
@@ -28,8 +28,9 @@ class AgentWaitArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ))] | None = None
 
 
-def jobs_enabled(ctx: ToolContext) -> bool:
-    return ctx.config.agent.max_background > 0 and AgentTool().enabled(ctx)
+def jobs_enabled(spec: ToolSpec, ctx: ToolContext) -> bool:
+    return (ctx.config.agent.max_background > 0 and spec.services.jobs is not None
+            and AgentTool(spec.services).enabled(ctx))
 
 
 class AgentWaitTool(ToolSpec):
@@ -43,7 +44,7 @@ class AgentWaitTool(ToolSpec):
     example = {"job": "job-1", "timeout_seconds": 60}
 
     def enabled(self, ctx: ToolContext) -> bool:
-        return jobs_enabled(ctx)
+        return jobs_enabled(self, ctx)
 
     def schema(self, ctx: ToolContext) -> dict[str, Any]:
         schema = super().schema(ctx)
@@ -69,18 +70,19 @@ class AgentWaitTool(ToolSpec):
         return self._seconds(args, ctx) + WAKE_MARGIN_SECONDS
 
     def worker_args(self, args: AgentWaitArgs, ctx: ToolContext) -> dict[str, Any]:
-        _, _, missing = find_job(ctx, args.job)
+        _, missing = find_job(self.services.jobs, args.job)
         return {"job": args.job, "seconds": self._seconds(args, ctx), "missing": missing}
 
-    @contextlib.contextmanager
-    def listen(self, args: AgentWaitArgs, ctx: ToolContext, cancel: Any):
-        jobs, job, _ = find_job(ctx, args.job)
+    def run(self, args: AgentWaitArgs, ctx: ToolContext, launch: Launch) -> Result:
+        jobs = self.services.jobs
+        job, _ = find_job(jobs, args.job)
+        message = launch.message(self.executor, self.worker_args(args, ctx))
         if job is None:
-            yield cancel
-            return
-        with until_settled(jobs, job, cancel) as merged:
-            yield merged
+            return launch.fresh(message)
+        # The worker sleeps on its cancellation, which fires when the job settles (or the turn is cancelled).
+        with until_settled(jobs, job, launch.cancel) as merged:
+            return launch.fresh(message, cancel=merged)
 
-    def complete(self, args: AgentWaitArgs, ok: bool, value: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        jobs, job, _ = find_job(ctx, args.job)
-        return jobs.describe(job) if job is not None else value
+    def complete(self, args: AgentWaitArgs, result: Result, ctx: ToolContext) -> dict[str, Any]:
+        job, _ = find_job(self.services.jobs, args.job)
+        return self.services.jobs.describe(job) if job is not None else result.value

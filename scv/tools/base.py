@@ -3,31 +3,53 @@
 A tool is a `ToolSpec`: a unique name, a description, an `Args` msgspec Struct that both
 validates the model's arguments and generates the JSON Schema, a declared risk, an approval
 summary, and the executor (a "module:function" in `workers/`) that runs in the worker.
-`check` holds validation that types cannot express; it runs before approval, so a refused
-call is never put to a person and never forks a worker.
+
+One call goes through the spec's hooks in this order, each receiving the one per-call object
+that `prepare` returned (the Args themselves for most tools; the `agent` tool's plan):
+
+    parse (JSON -> Args -> prepare) -> risk, summary -> [approval] -> background? -> run -> complete
+
+`prepare` holds the validation types cannot express; it runs before approval, so a refused call
+is never put to a person and never forks a worker. A spec is built once per session with that
+session's collaborators (`Services`: its delegated agents and background jobs), so no hook
+keeps hidden state between calls.
 """
 
 import abc
-import contextlib
-import enum
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, ContextManager
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import msgspec
 
+from scv.cancellation import Cancellation
 from scv.config import Config
 from scv.errors import RefusedError
+from scv.messages import Call, Result
+from scv.risk import Risk
+from scv.tools.services import Services
+
+P = TypeVar("P")
 
 
-class Risk(str, enum.Enum):
-    READ_ONLY = "read_only"
-    FILESYSTEM = "filesystem"
-    PROCESS = "process"
-    DELEGATE = "delegate"
-    NETWORK = "network"
+class Launch(Protocol):
+    """How a spec's `run` reaches workers for one approved call (scv/calls.py implements it)."""
+
+    cancel: Cancellation | None     # the turn's own cancellation
+
+    def message(self, executor: str, args: dict[str, Any], *, handle: str | None = None) -> Call:
+        """The call's message to a worker: its timeout, limits, options and tag filled in."""
+
+    def fresh(self, message: Call, cancel: Any = None) -> Result:
+        """Runs the message in a fresh worker used once (`cancel`: instead of the turn's)."""
+
+    def live(self, worker: Any, message: Call, cancel: Any = None) -> Result:
+        """Runs the message as one call of a live worker (scv/live_worker.py)."""
+
+    def start_live(self) -> Any:
+        """A new live worker for a conversation, owned by the caller."""
 
 
 @dataclass(frozen=True)
@@ -36,10 +58,19 @@ class ToolContext:
 
     workspace: Path
     config: Config
-    # Per-session state that tools keep between calls (conversations, jobs), by tool name.
-    session_state: dict[str, Any] = field(default_factory=dict)
     # Delegation depth of this session (0 for a session a person or script started).
     delegation_depth: int = 0
+
+
+@dataclass(frozen=True)
+class BackgroundCall(Generic[P]):
+    """A call to run as a background job: the same call in the foreground of the job's own
+    runner, and what the job is (its agent and the conversation it continues)."""
+
+    foreground: P
+    agent: str
+    conversation: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 _AT = re.compile(r" - at `\$\.?(?P<at>[^`]*)`$")
@@ -63,7 +94,7 @@ def explain_validation(tool: str, exc: Exception) -> str:
     return f"{tool} arguments are invalid: {message}"
 
 
-class ToolSpec(abc.ABC):
+class ToolSpec(abc.ABC, Generic[P]):
     name: ClassVar[str]
     description: ClassVar[str]
     Args: ClassVar[type[msgspec.Struct]]
@@ -72,10 +103,13 @@ class ToolSpec(abc.ABC):
     # Valid arguments for a typical call, as in the spec; the conformance test runs every tool's.
     example: ClassVar[dict[str, Any]]
 
+    def __init__(self, services: Services | None = None):
+        self.services = services or Services()
+
     # --- validation ---------------------------------------------------------------------------
 
-    def parse(self, raw: str | bytes | dict[str, Any], ctx: ToolContext) -> msgspec.Struct:
-        """JSON text or an already-decoded object -> Args, then `check`. Raises RefusedError."""
+    def parse(self, raw: str | bytes | dict[str, Any], ctx: ToolContext) -> P:
+        """JSON text or an already-decoded object -> Args -> the per-call object. Raises RefusedError."""
         try:
             if isinstance(raw, (str, bytes)):
                 args = msgspec.json.decode(raw or b"{}", type=self.Args)
@@ -85,8 +119,13 @@ class ToolSpec(abc.ABC):
             raise RefusedError(explain_validation(self.name, exc)) from None
         except msgspec.DecodeError as exc:
             raise RefusedError(f"{self.name} arguments are not valid JSON ({exc}); pass one JSON object") from None
+        return self.prepare(args, ctx)
+
+    def prepare(self, args: msgspec.Struct, ctx: ToolContext) -> P:
+        """Checks beyond the types, then the one object every later hook of this call receives;
+        by default the Args themselves, after `check`."""
         self.check(args, ctx)
-        return args
+        return args   # type: ignore[return-value]
 
     def check(self, args: msgspec.Struct, ctx: ToolContext) -> None:
         """Checks beyond the types; raise RefusedError with one sentence."""
@@ -96,39 +135,37 @@ class ToolSpec(abc.ABC):
     def enabled(self, ctx: ToolContext) -> bool:
         return True
 
-    def risk(self, args: msgspec.Struct, ctx: ToolContext) -> Risk:
+    def risk(self, call: P, ctx: ToolContext) -> Risk:
         """This call's risk, decided before approval; a tool may raise it above `declared_risk`."""
         return self.declared_risk
 
     @abc.abstractmethod
-    def summary(self, args: msgspec.Struct, ctx: ToolContext) -> str:
+    def summary(self, call: P, ctx: ToolContext) -> str:
         """One line shown to the person asked to approve the call."""
 
-    def timeout_seconds(self, args: msgspec.Struct, ctx: ToolContext) -> float:
+    def timeout_seconds(self, call: P, ctx: ToolContext) -> float:
         return float(ctx.config.tools.command_timeout_seconds)
 
     def options(self, ctx: ToolContext) -> dict[str, Any]:
         """Settings from the configuration that the executor needs."""
         return {}
 
-    def worker_args(self, args: msgspec.Struct, ctx: ToolContext) -> dict[str, Any]:
-        return msgspec.to_builtins(args)
+    def worker_args(self, call: P, ctx: ToolContext) -> dict[str, Any]:
+        return msgspec.to_builtins(call)
 
-    def complete(self, args: msgspec.Struct, ok: bool, value: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        """Supervisor-side last word on a result before anyone sees it (for example, to record
-        state a worker reported and strip private fields). Runs for every finished call."""
-        return value
-
-    def start_detached(self, args: msgspec.Struct, ctx: ToolContext, runner: Any) -> dict[str, Any] | None:
-        """Starts an approved call without waiting for it (a background job) and returns the result
-        the model gets at once; None (the default) runs the call in a worker as usual."""
+    def background(self, call: P, ctx: ToolContext) -> BackgroundCall[P] | None:
+        """The call as a background job (the runner starts it and returns the job's handle at
+        once), or None (the default) to run it now."""
         return None
 
-    def listen(self, args: msgspec.Struct, ctx: ToolContext, cancel: Any) -> ContextManager[Any]:
-        """The cancellation the call's worker listens to, as a context around the run: the turn's
-        own by default; a tool whose worker waits for something the session holds (a background
-        job settling) widens it, so the session can wake the worker."""
-        return contextlib.nullcontext(cancel)
+    def run(self, call: P, ctx: ToolContext, launch: Launch) -> Result:
+        """Runs an approved call; by default the executor in a fresh worker used once."""
+        return launch.fresh(launch.message(self.executor, self.worker_args(call, ctx)))
+
+    def complete(self, call: P, result: Result, ctx: ToolContext) -> dict[str, Any]:
+        """Supervisor-side last word on a result before anyone sees it (for example, to record
+        state a worker reported). Runs for every finished call; returns the value shown."""
+        return result.value
 
     def system_prompt_section(self, ctx: ToolContext) -> str | None:
         """A section this tool adds to the session's system prompt (for example, the agents

@@ -9,6 +9,7 @@ from scv.tools.agent_status import AgentStatusTool
 from scv.tools.agent_wait import AgentWaitTool
 from scv.tools.base import ToolContext, ToolSpec
 from scv.tools.bash import BashTool
+from scv.tools.services import Services
 from scv.tools.read import ReadTool
 from scv.tools.web_fetch import WebFetchTool
 from scv.tools.web_search import WebSearchTool
@@ -41,11 +42,12 @@ class Registry:
         return list(self._tools)
 
 
-def build_registry(ctx: ToolContext) -> Registry:
-    """The tools a session offers: every built-in tool its configuration enables."""
+def build_registry(ctx: ToolContext, services: Services | None = None) -> Registry:
+    """The tools a session offers: every built-in tool its configuration enables, each built with
+    the session's collaborators."""
     registry = Registry()
     for spec_class in BUILTIN:
-        spec = spec_class()
+        spec = spec_class(services)
         if spec.enabled(ctx):
             registry.register(spec)
     return registry

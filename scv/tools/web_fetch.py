@@ -7,6 +7,7 @@ from msgspec import Meta
 
 from scv.errors import RefusedError
 from scv.tools.base import Risk, ToolContext, ToolSpec
+from scv.tools.services import Services
 from scv.web.addresses import AddressPolicy, refused_literal
 from scv.web.urls import MAX_URL_CHARS, UrlError, auto_approved, parse_url
 
@@ -34,7 +35,9 @@ class WebFetchTool(ToolSpec):
     executor = "workers.web_fetch:execute"
     declared_risk = Risk.NETWORK
 
-    def __init__(self, loopback_ports: frozenset[int] = frozenset(), ca_bundle: str | None = None):
+    def __init__(self, services: Services | None = None, loopback_ports: frozenset[int] = frozenset(),
+                 ca_bundle: str | None = None):
+        super().__init__(services)
         # Test-only: lets this spec's calls reach 127.0.0.1 at these ports (servers a test
         # started), and trust a test certificate authority. The registry builds the spec with
         # neither, and no configuration key or argument sets them.

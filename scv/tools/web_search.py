@@ -8,6 +8,7 @@ import msgspec
 from msgspec import Meta
 
 from scv.tools.base import Risk, ToolContext, ToolSpec, set_maximum, short
+from scv.tools.services import Services
 
 BRAVE_ENDPOINT = "https://api.search.brave.com/res/v1/web/search"
 SEARCH_TIMEOUT_SECONDS = 30
@@ -32,7 +33,8 @@ class WebSearchTool(ToolSpec):
     executor = "workers.web_search:execute"
     declared_risk = Risk.READ_ONLY      # the query goes only to the service the user chose
 
-    def __init__(self, brave_endpoint: str = BRAVE_ENDPOINT):
+    def __init__(self, services: Services | None = None, brave_endpoint: str = BRAVE_ENDPOINT):
+        super().__init__(services)
         # Tests point this at a fake Brave server; the registry always uses the real endpoint.
         self._brave_endpoint = brave_endpoint
 

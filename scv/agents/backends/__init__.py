@@ -1,0 +1,3 @@
+"""The backends behind the `agent` tool: how one turn of a delegated agent runs. The tool chooses
+the agent and checks the call; a backend runs it, so the model sees one schema and one result
+shape whichever backend runs (base.py says what a backend is)."""

@@ -1,0 +1,48 @@
+"""Live backends: one worker serves every turn of a conversation (an ACP server or a nested SCV
+runs inside it for as long as the conversation lives). The first turn starts the worker, which
+the conversation then owns; a later turn whose worker has gone (its agent exited between turns,
+or `scv agents kill` stopped it) fails with "its server exited" and the conversation ends, so the
+next call starts a new one cleanly.
+"""
+
+import secrets
+from pathlib import Path
+from typing import Any, ClassVar
+
+from scv.agents.backends.base import AgentBackend, AgentCall, turn_fields
+from scv.agents.conversations import Conversation
+from scv.errors import WorkerLost
+from scv.messages import AgentPrivate, Result
+from scv.tools.base import Launch, ToolContext
+
+
+def server_exited(call: AgentCall, conversation: Conversation) -> Result:
+    value = {"agent": call.name, "status": "failed", "reply": "", "usage": None, "exit_code": None,
+             "stderr_tail": "", "truncated": False,
+             "error": f"conversation {conversation.handle} cannot continue: its server exited; omit session to "
+                      "start a new conversation"}
+    return Result(ok=False, value=value, private=AgentPrivate(available=False))
+
+
+class LiveBackend(AgentBackend):
+    transport: ClassVar[str]
+    executor: ClassVar[str]         # the factory of the worker-side live agent ("module:function")
+
+    def turn_args(self, call: AgentCall, conversation: Conversation, ctx: ToolContext, home: Path) -> dict[str, Any]:
+        """What the live agent gets for one turn (the factory gets the first turn's too)."""
+        return {**turn_fields(call, conversation, f"{call.name}-{secrets.token_hex(3)}", ctx.delegation_depth + 1),
+                "prompt": call.prompt, "model": call.model, "effort": call.effort, "scv_home": str(home)}
+
+    def run(self, call: AgentCall, conversation: Conversation | None, ctx: ToolContext, launch: Launch,
+            home: Path) -> Result:
+        assert conversation is not None, "a live backend always keeps its conversation"
+        if conversation.live is None:
+            if conversation.turns:
+                return server_exited(call, conversation)
+            conversation.live = launch.start_live()
+        message = launch.message(self.executor, self.turn_args(call, conversation, ctx, home),
+                                 handle=conversation.live.handle)
+        try:
+            return launch.live(conversation.live, message)
+        except WorkerLost:
+            return server_exited(call, conversation)

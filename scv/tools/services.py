@@ -1,0 +1,32 @@
+"""What a session hands to the tools it offers when it builds its registry: its delegated agents
+(offered agents and their conversations) and its background jobs. A command without a session
+(`scv tool`) has agents but no jobs; a tool that needs one refuses the call with a sentence."""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from scv.config import Config
+
+from scv.agents.session import AgentSession, open_agent_session
+from scv.jobs.manager import Jobs
+
+
+@dataclass(frozen=True)
+class Services:
+    agents: AgentSession | None = None
+    jobs: Jobs | None = None
+
+
+def open_services(config: Config, home: Path, *, auto_approve: bool = False,
+                  queue_report: Callable[[Any], None] | None = None, agents: AgentSession | None = None) -> Services:
+    """A session's collaborators: its agents (discovered now) and, unless `agent.max_background`
+    is 0, its job table, whose report turns go to `queue_report` (None: a listing, nothing runs).
+    `agents` replaces the discovered ones (a test's fake backends)."""
+    agents = agents if agents is not None else open_agent_session(config, home)
+    settings = config.agent
+    jobs = None
+    if settings.max_background > 0:
+        jobs = Jobs(settings.max_background, config.tools.approval_policy, auto_approve,
+                    queue_report or (lambda build: None))
+    return Services(agents=agents, jobs=jobs)
