@@ -68,6 +68,32 @@ def test_codex_status_never_shows_the_part_of_the_key_codex_prints(user, tmp_pat
     assert fake.calls() == [["login", "status"]]
 
 
+CODEX_WARNING = ("WARNING: proceeding, even though we could not create PATH aliases: Refusing to create helper "
+                 "binaries under temporary dir \"/tmp\"\n")
+CODEX_401 = ("Error: unexpected status 401 Unauthorized: Incorrect API key provided: sk-fake***56789. You can find "
+             "your API key at the provider's dashboard., url: http://127.0.0.1:9/v1/responses\n")
+
+
+@pytest.mark.parametrize("stderr,exit_code,summary,signed_in", [
+    # A 401 answer names "API key": only the exit status says it is not a sign-in.
+    (CODEX_WARNING + CODEX_401, 1, "sign-in refused (401 Unauthorized)", False),
+    (CODEX_WARNING + "API key configured - sk-fake-***56789\n" + CODEX_401, 1,
+     "sign-in refused (401 Unauthorized)", False),
+    (CODEX_WARNING + "Error: failed to read auth.json: API key file is corrupt\n", 1,
+     "status unknown: codex login status exited with status 1", None),
+    (CODEX_WARNING + "Logged in using ChatGPT\n", 0, "signed in (ChatGPT account)", True),
+    (CODEX_WARNING + "something new the captures do not show\n", 0, "signed in", True),
+])
+def test_codex_status_is_decided_by_its_exit_status_first(user, tmp_path, stderr, exit_code, summary, signed_in):
+    fake_agent(tmp_path, "codex", f"printf '%s' {shlex.quote(stderr)} >&2\nexit {exit_code}\n")
+    entry = status_of("codex")
+    assert (entry["summary"], entry["signed_in"]) == (summary, signed_in)
+    proc = run_scv("agents", "status")
+    advice = " (scv agents login codex)" if signed_in is False else ""
+    assert f"codex  {summary}{advice}\n" in proc.stdout
+    assert "sk-fake" not in proc.stdout + proc.stderr
+
+
 def test_uninstalled_agents_say_so(user):
     proc = run_scv("agents", "status", "--json")
     entries = json.loads(proc.stdout)["agents"]

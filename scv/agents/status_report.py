@@ -11,7 +11,7 @@ from pathlib import Path
 from scv.agents import grok_import, pi_setup
 from scv.agents import pi_import
 from scv.agents.imports import codex_digest_now, import_state
-from scv.agents.login import StatusFailed, executable_for, run_status_command
+from scv.agents.login import StatusFailed, executable_for, exit_status, run_status_command
 from scv.agents.signin import dsh_key_stored, grok_config_model, grok_login_stored, signed_in
 from scv.agents.descriptors import CLAUDE, CODEX, DESCRIPTORS, DSH, GROK, PI, Descriptor, state_dir
 
@@ -63,15 +63,30 @@ def summarize_claude(returncode: int, stdout: str) -> tuple[bool, str]:
     return True, "signed in"
 
 
-def summarize_codex(returncode: int, output: str) -> tuple[bool, str]:
-    """From `codex login status` (it prints to stderr, with part of a stored key)."""
-    if re.search(r"\bNot logged in\b", output):
+# `codex login status` output shapes, one whole line each (after the WARNING lines Codex adds).
+_CODEX_API_KEY = re.compile(r"^(API key configured|Logged in using an API key)\b")
+_CODEX_CHATGPT = re.compile(r"^Logged in using ChatGPT\b")
+_CODEX_SIGNED_OUT = re.compile(r"^Not logged in$")
+_CODEX_REFUSED = re.compile(r"\b401 Unauthorized\b|\b403 Forbidden\b")
+
+
+def summarize_codex(returncode: int, output: str) -> tuple[bool | None, str]:
+    """From `codex login status` (it prints to stderr, with part of a stored key). The exit status
+    decides first: only a zero exit is a sign-in, whatever words an error message happens to hold
+    (a 401 answer names "API key"); the line shapes then only say which kind."""
+    lines = [line.strip() for line in output.splitlines() if line.strip() and not line.startswith("WARNING:")]
+    if returncode == 0:
+        if any(_CODEX_API_KEY.match(line) for line in lines):
+            return True, "signed in (API key)"
+        if any(_CODEX_CHATGPT.match(line) for line in lines):
+            return True, "signed in (ChatGPT account)"
+        return True, "signed in"
+    if any(_CODEX_SIGNED_OUT.match(line) for line in lines):
         return False, SIGNED_OUT
-    if re.search(r"ChatGPT", output):
-        return True, "signed in (ChatGPT account)"
-    if re.search(r"API key", output, re.IGNORECASE):
-        return True, "signed in (API key)"
-    return (True, "signed in") if returncode == 0 else (False, SIGNED_OUT)
+    refused = next((m.group(0) for line in lines if (m := _CODEX_REFUSED.search(line))), None)
+    if refused:
+        return False, f"sign-in refused ({refused})"
+    return None, f"status unknown: codex login status exited with status {exit_status(returncode)}"
 
 
 def _by_command(descriptor: Descriptor, executable: str, scv_home: Path, environ: dict[str, str]) -> AgentStatus:
