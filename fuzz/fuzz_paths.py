@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from scv.errors import RefusedError
 from scv.paths import split_relative
-from tests.path_strategies import PATHS, TREES, check_open_stays_inside
+from tests.path_strategies import PATHS, TREES, check_open_stays_inside, check_trailing_slash_names_a_directory
 
 
 @given(st.text(max_size=600))
@@ -22,4 +22,10 @@ def open_beneath_stays_inside(tree, path, walker):
     check_open_stays_inside(tree, path, walker)
 
 
-HARNESSES = [lexical_validator_accepts_only_plain_components, open_beneath_stays_inside]
+@given(tree=TREES, path=PATHS, walker=st.booleans())
+def trailing_slash_opens_only_a_directory(tree, path, walker):
+    check_trailing_slash_names_a_directory(tree, path, walker)
+
+
+HARNESSES = [lexical_validator_accepts_only_plain_components, open_beneath_stays_inside,
+             trailing_slash_opens_only_a_directory]
