@@ -166,6 +166,25 @@ def test_tls_goes_to_the_pinned_address_with_the_name_for_sni_and_the_certificat
     assert tls_server.seen[0].headers["host"] == f"pinned.example:{tls_server.port}"
 
 
+def test_a_trailing_dot_is_the_same_name_for_sni_the_certificate_and_the_host_header(tls_server, tls_files):
+    calls: list[str] = []
+    resolver = stub_resolver({"pinned.example": ["127.0.0.1"]}, calls)
+    url = parse_url(f"https://pinned.example.:{tls_server.port}/")
+    fetched = fetch(url, settings(tls_server.port, verify=str(tls_files[0])), resolver=resolver)
+    assert fetched.status == 200 and calls == ["pinned.example"]
+    assert tls_server.sni_names == ["pinned.example"]
+    assert tls_server.seen[0].headers["host"] == f"pinned.example:{tls_server.port}"
+
+
+def test_an_internationalised_name_is_looked_up_and_sent_in_its_ascii_form(server):
+    calls: list[str] = []
+    resolver = stub_resolver({"xn--bcher-kva.example": ["127.0.0.1"]}, calls)
+    fetched = fetch(parse_url(f"http://bücher.example:{server.port}/"), settings(server.port), resolver=resolver)
+    assert fetched.status == 200 and "pinned connection" in render(fetched)
+    assert calls == ["xn--bcher-kva.example"]
+    assert server.seen[0].headers["host"] == f"xn--bcher-kva.example:{server.port}"
+
+
 def test_tls_fails_when_the_certificate_does_not_name_the_host(tls_server, tls_files):
     resolver = stub_resolver({"other.example": ["127.0.0.1"]})
     url = parse_url(f"https://other.example:{tls_server.port}/")
