@@ -31,6 +31,8 @@ def test_readme_first_command_runs_the_health_check(workspace):
     subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
     (workspace / "README.md").write_text("# Demo\n\nA demo project.\n")
     (workspace / "main.py").write_text("print('hi')  # TODO: say more\n")
+    (workspace / ".git" / "info" / "exclude").write_text("ignored.log\n")
+    (workspace / "ignored.log").write_text("x" * 5000)
     proc = run_scv("exec", "--script", str(ROOT / "examples" / "health-check.jsonl"), "--auto-approve",
                    "-C", str(workspace))
     assert proc.returncode == 0, proc.stderr
@@ -40,7 +42,11 @@ def test_readme_first_command_runs_the_health_check(workspace):
     assert "branch:" in report and "uncommitted changes: 2" in report
     assert "- README.md: 24 bytes" in report and "A demo project." in report
     assert "TODO/FIXME/XXX markers: 1" in report
-    assert "(no total_bytes:" in report        # no .gitignore: the report says so instead of failing
+    # Every file counts, however small; a file git ignores does not.
+    assert "files: 2\n" in report
+    assert "largest files (bytes):\n        30  main.py\n        24  README.md\nTODO" in report
+    assert "- LICENSE: missing\n- .gitignore: missing\n" in report       # said so, not a failed call
+    assert "(no " not in report
     assert f"the report is scv-reports/{reports[0].name}" in proc.stdout
 
 
