@@ -8,9 +8,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from scv.agents import grok_import, pi_setup
-from scv.agents import pi_import
-from scv.agents.imports import codex_digest_now, import_state
+from scv.agents import pi_setup
+from scv.agents.import_checks import import_state_of
 from scv.agents.login import StatusFailed, executable_for, exit_status, run_status_command
 from scv.agents.signin import dsh_key_stored, grok_config_model, grok_login_stored, signed_in
 from scv.agents.descriptors import CLAUDE, CODEX, DESCRIPTORS, DSH, GROK, PI, Descriptor, state_dir
@@ -141,15 +140,7 @@ def agent_status(name: str, scv_home: Path, environ: dict[str, str]) -> AgentSta
         if executable is None:
             summary = "not installed" + ("; a sign-in is stored for it" if ok else "")
         result = AgentStatus(name, descriptor.product, executable is not None, ok, summary)
-    if name == CODEX:
-        found = import_state(scv_home, name, codex_digest_now, "scv agents import codex --from {source}")
-    elif name == GROK:
-        found = import_state(scv_home, name, grok_import.current_digest, grok_import.RERUN)
-    elif name == PI:
-        found = import_state(scv_home, name, lambda _: pi_import.current_digest(scv_home),
-                             "scv agents import pi --from-scv-provider")
-    else:
-        found = None
+    found = import_state_of(scv_home, name)
     if found is not None:
         result.imported = {"source": found.source, "up_to_date": found.up_to_date, "detail": found.detail}
     return result
