@@ -381,7 +381,7 @@ def test_an_agent_gone_since_the_session_started_gets_a_fallback(agents, make_ru
 def test_handles_and_markers_end_with_the_session(agents, workspace, scv_home, tmp_path):
     """A live conversation's marker exists while the session runs and goes when it closes."""
     from tests.conftest import run_scv
-    from tests.delegation_fakes import events, write_script
+    from tests.fakes import events, write_script
     agents("codex").replay("codex", "resume_0_first")
     markers = scv_home / "state" / "conversations"
     script = write_script(tmp_path / "s.jsonl",

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from scv.agents.dsh_key import _Unsafe, with_key
 from scv.agents.signin import dsh_key_stored
 from tests.conftest import run_scv
-from tests.delegation_fakes import fake_agent, setup_fake_home
+from tests.delegation_fakes import fake_agent
+from tests.fakes import setup_fake_home
 
 KEY = "sk-dsh-new-secret-4242"
 OLD_KEY = "sk-dsh-old-secret-1313"

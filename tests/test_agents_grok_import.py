@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from scv.agents import toml_merge
 from scv.agents.toml_merge import MergeRefused, merge, same
 from tests.conftest import run_scv, scv_env
-from tests.delegation_fakes import fake_agent, setup_fake_home
+from tests.delegation_fakes import fake_agent
+from tests.fakes import setup_fake_home
 from tests.toml_render import DOCUMENTS, render
 
 GROK_KEY = "xai-import-secret-9999"

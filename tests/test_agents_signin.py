@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, run_scv, scv_env
-from tests.delegation_fakes import fake_agent, setup_fake_home
+from tests.delegation_fakes import fake_agent
+from tests.fakes import setup_fake_home
 
 INHERITED_KEYS = {"OPENAI_API_KEY": "sk-inherited-openai-1111", "ANTHROPIC_API_KEY": "sk-ant-inherited-2222",
                   "XAI_API_KEY": "xai-inherited-3333", "CODEX_HOME": "/elsewhere/codex",

@@ -11,7 +11,8 @@ import pytest
 
 from tests.agent_fakes import CAPTURES
 from tests.conftest import run_scv, scv_env
-from tests.delegation_fakes import fake_agent, setup_fake_home
+from tests.delegation_fakes import fake_agent
+from tests.fakes import setup_fake_home
 
 
 def mode(path: Path) -> int:

@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 from tests.conftest import run_scv, scv_env
-from tests.delegation_fakes import fake_agent, gone, setup_fake_home, wait_for
+from tests.delegation_fakes import fake_agent, gone
+from tests.fakes import setup_fake_home, wait_for
 
 # The fake answers "done <prompt>", sleeps forever on prompts starting "slow" unless told not to,
 # and fails on prompts starting "fail". It logs each prompt it was given.

@@ -15,7 +15,7 @@ from tests.conftest import run_scv
 
 SECRETS = ("sk-user-secret-1111", "Bearer hdr-secret-2222", "q-secret-3333", "pw-secret-4444",
            "sk-proj-prompt-5555555", "brave-secret-6666")
-USER_CONFIG = f'''[tools]
+USER_CONFIG = '''[tools]
 command_timeout_seconds = 900
 
 [provider]
@@ -25,7 +25,7 @@ active = "relay"
 model = "gpt-9"
 base_url = "https://me:pw-secret-4444@relay.example/v1?api_key=q-secret-3333&region=eu"
 api_key = "sk-user-secret-1111"
-headers = {{ Authorization = "Bearer hdr-secret-2222", "X-Title" = "scv" }}
+headers = { Authorization = "Bearer hdr-secret-2222", "X-Title" = "scv" }
 
 [agent]
 system_prompt = "Be brief. The key is sk-proj-prompt-5555555."

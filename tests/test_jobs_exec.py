@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 from tests.conftest import run_scv, scv_env
-from tests.delegation_fakes import (CODEX_THREAD, codex_reply_lines, conversation_markers, events, fake_agent, gone,
-                                    setup_fake_home, wait_for, write_script)
+from tests.delegation_fakes import CODEX_THREAD, codex_reply_lines, conversation_markers, fake_agent, gone
+from tests.fakes import events, setup_fake_home, wait_for, write_script
 
 AUTO = "--auto-approve"
 
