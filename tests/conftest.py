@@ -41,6 +41,13 @@ def scv_home(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture
+def user_home(tmp_path, monkeypatch) -> Path:
+    """A fake user's home (HOME) and a PATH of the system folders only (see tests/fakes.py)."""
+    from tests.fakes import setup_fake_home     # late: tests.fakes imports this module
+    return setup_fake_home(tmp_path, monkeypatch)
+
+
+@pytest.fixture
 def workspace(tmp_path) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()

@@ -15,11 +15,8 @@ from tests.agent_fakes import install
 
 
 @pytest.fixture
-def agents(tmp_path, monkeypatch):
+def agents(tmp_path, user_home):
     """agents(name) -> FakeAgent installed in the fake user's ~/.local/bin."""
-    user_home = tmp_path / "user"
-    monkeypatch.setenv("HOME", str(user_home))
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
     return lambda name: install(user_home / ".local" / "bin", name, tmp_path / "log" / name)
 
 
