@@ -10,7 +10,7 @@ import requests
 import urllib3
 
 from scv.web.urls import parse_url
-from tests.web_fakes import LoopbackServer, Reply, free_port, make_certificates, tls_context
+from tests.web_fakes import LoopbackServer, Reply, begin_text_body, free_port, make_certificates, tls_context
 from workers.runtime import ToolFailure
 from workers.web_fetch import FetchSettings, fetch, render
 from workers.web_transport import AddressPolicy, PinnedAdapter, checked_addresses, resolve
@@ -140,10 +140,7 @@ def test_proxy_variables_are_ignored(server, monkeypatch):
 
 @pytest.fixture(scope="module")
 def tls_files(tmp_path_factory):
-    made = make_certificates(tmp_path_factory.mktemp("tls"), "pinned.example")
-    if made is None:
-        pytest.skip("openssl is not installed; it makes the test certificate authority")
-    return made
+    return make_certificates(tmp_path_factory.mktemp("tls"), "pinned.example")
 
 
 @pytest.fixture
@@ -222,11 +219,7 @@ def test_a_body_that_trickles_past_the_deadline_fails_the_fetch(server):
     released = threading.Event()
 
     def trickle(handler):
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/plain")
-        handler.send_header("Content-Length", "1001")
-        handler.end_headers()
-        handler.wfile.flush()
+        begin_text_body(handler, 1001)
         released.wait(0.8)
         handler.wfile.write(b"x")
         handler.wfile.flush()
