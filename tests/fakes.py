@@ -8,8 +8,9 @@ import random
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import psutil
 
@@ -105,20 +106,26 @@ def assert_gone(mark: str) -> None:
     assert not left, f"processes left behind: {left}"
 
 
-def start_scv(*args: str) -> subprocess.Popen:
-    """`python -m scv ARGS` in the background, stdin from /dev/null, text pipes for its output."""
-    return subprocess.Popen([sys.executable, "-m", "scv", *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+@contextmanager
+def scv_process(*args: str) -> Iterator[subprocess.Popen]:
+    """`python -m scv ARGS` in the background (stdin from /dev/null, text pipes for its output) for
+    the `with` block; a process still running when the block ends (the test failed) is killed and
+    reaped, never left behind."""
+    proc = subprocess.Popen([sys.executable, "-m", "scv", *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=scv_env())
-
-
-def finish(proc: subprocess.Popen, signal_number: int | None = None, timeout: float = 30) -> tuple[str, str]:
-    """Sends `signal_number` (if any), then collects the process's output; a process still running
-    after that (the test failed) is killed and reaped, never left behind."""
     try:
-        if signal_number is not None:
-            proc.send_signal(signal_number)
-        return proc.communicate(timeout=timeout)
+        yield proc
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+        proc.wait()
+        # Not communicate(): a descendant that left the group could hold the pipes open forever.
+        for stream in (proc.stdout, proc.stderr):
+            stream.close()
+
+
+def finish(proc: subprocess.Popen, signal_number: int | None = None, timeout: float = 30) -> tuple[str, str]:
+    """Sends `signal_number` (if any), then collects the process's output and status."""
+    if signal_number is not None:
+        proc.send_signal(signal_number)
+    return proc.communicate(timeout=timeout)

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from scv.cli import main
 from tests.conftest import result_json, run_scv, scv_env
-from tests.fakes import assert_gone, finish, sleepers_command, start_scv, unique_marker, wait_for_sleepers
+from tests.fakes import assert_gone, finish, scv_process, sleepers_command, unique_marker, wait_for_sleepers
 
 
 def every_command(group=main, prefix=()):
@@ -129,10 +129,10 @@ def test_on_a_terminal_scv_tool_asks(workspace, answer, code):
 @pytest.mark.parametrize("sig, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_cancels_the_call_and_its_result_is_still_printed(workspace, sig, status):
     marker = unique_marker()
-    proc = start_scv("tool", "bash", json.dumps({"command": sleepers_command(marker)}), "--auto-approve",
-                     "-C", str(workspace))
-    wait_for_sleepers(marker)
-    out, err = finish(proc, sig)
+    with scv_process("tool", "bash", json.dumps({"command": sleepers_command(marker)}), "--auto-approve",
+                     "-C", str(workspace)) as proc:
+        wait_for_sleepers(marker)
+        out, err = finish(proc, sig)
     assert proc.returncode == status, err
     assert_gone(marker)
     value = json.loads(out)

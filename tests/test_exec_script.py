@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tests.conftest import ROOT, run_scv, scv_env
-from tests.fakes import (assert_gone, events, finish, long_script, start_scv, unique_marker, wait_for_sleepers,
+from tests.fakes import (assert_gone, events, finish, long_script, scv_process, unique_marker, wait_for_sleepers,
                          write_script)
 
 
@@ -137,10 +137,10 @@ def test_turn_limit_from_config(workspace, tmp_path, scv_home):
 @pytest.mark.parametrize("sig, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_cancels_the_running_call_and_stops_its_processes(workspace, tmp_path, sig, status):
     marker = unique_marker()
-    proc = start_scv("exec", "--script", str(long_script(tmp_path, marker)), "--auto-approve", "--json",
-                     "-C", str(workspace))
-    wait_for_sleepers(marker)
-    out, err = finish(proc, sig)
+    with scv_process("exec", "--script", str(long_script(tmp_path, marker)), "--auto-approve", "--json",
+                     "-C", str(workspace)) as proc:
+        wait_for_sleepers(marker)
+        out, err = finish(proc, sig)
     assert proc.returncode == status, err
     assert_gone(marker)
     seen = events(out)
@@ -151,9 +151,9 @@ def test_signal_cancels_the_running_call_and_stops_its_processes(workspace, tmp_
 
 def test_timeout_cancels_with_its_own_status(workspace, tmp_path):
     marker = unique_marker()
-    proc = start_scv("exec", "--script", str(long_script(tmp_path, marker)), "--auto-approve", "--timeout", "1.5",
-                     "-C", str(workspace))
-    out, err = finish(proc)
+    with scv_process("exec", "--script", str(long_script(tmp_path, marker)), "--auto-approve", "--timeout", "1.5",
+                     "-C", str(workspace)) as proc:
+        out, err = finish(proc)
     assert proc.returncode == 124, err
     assert "the turn was cancelled (timeout)" in err
     assert_gone(marker)
