@@ -55,6 +55,25 @@ def built_tree(spec):
         shutil.rmtree(top, ignore_errors=True)
 
 
+def check_lexical(path: str) -> None:
+    """The property of the lexical validator: a path is refused with a sentence, or split into
+    plain components; a trailing '/' (or '/.') keeps those components and names a directory."""
+    from scv.errors import RefusedError
+    from scv.paths import names_directory, split_relative
+    try:
+        parts = split_relative(path)
+    except RefusedError as err:
+        assert str(err) and "\n" not in str(err)
+        return
+    assert parts and not path.startswith("/")
+    for part in parts:
+        assert part not in ("", ".", "..") and "/" not in part and "\x00" not in part
+        assert len(part.encode("utf-8")) <= 255
+    assert split_relative(path + "/") == parts and names_directory(path + "/")
+    assert split_relative(path + "/.") == parts and names_directory(path + "/.")
+    assert names_directory(path) is (path.endswith("/") or path.endswith("/."))
+
+
 def _open_or_error(root: int, path: str, walker: bool, directory: bool):
     from scv.safe_open import PathError, open_beneath
     try:

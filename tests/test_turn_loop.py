@@ -144,10 +144,15 @@ class FakeTimers:
         return delay
 
 
-def test_progress_throttle_window():
+def throttled() -> tuple[list[str], FakeClock, FakeTimers, ProgressThrottle]:
+    """A throttle on a fake clock and fake timers, and the lines it sent."""
     sent: list[str] = []
     clock, timers = FakeClock(), FakeTimers()
-    throttle = ProgressThrottle(sent.append, clock=clock, start_timer=timers)
+    return sent, clock, timers, ProgressThrottle(sent.append, clock=clock, start_timer=timers)
+
+
+def test_progress_throttle_window():
+    sent, clock, timers, throttle = throttled()
     throttle.offer("a")
     clock.now += 0.1
     throttle.offer("b")
@@ -167,9 +172,7 @@ def test_progress_throttle_window():
 
 
 def test_a_held_line_goes_out_when_the_window_passes():
-    sent: list[str] = []
-    clock, timers = FakeClock(), FakeTimers()
-    throttle = ProgressThrottle(sent.append, clock=clock, start_timer=timers)
+    sent, clock, timers, throttle = throttled()
     throttle.offer("started")
     clock.now += 0.2
     throttle.offer("working")       # held; the tool then goes quiet
