@@ -1,9 +1,16 @@
-"""Shared fixtures: a private SCV_HOME, a workspace, a real supervisor, and `scv` as a process."""
+"""Shared fixtures: a private SCV_HOME, a workspace, a real supervisor, and `scv` as a process;
+and a time limit on every test, so a hang fails that test with its stacks instead of stalling
+the run."""
 
+import faulthandler
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
+import traceback
 from pathlib import Path
 
 import pytest
@@ -16,6 +23,82 @@ from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry, executor_modules
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# --- a time limit per test, from the standard library ----------------------------------------
+# Generous: a bound for a loaded machine, never a measurement. `@pytest.mark.time_limit(seconds)`
+# (registered in setup.cfg) sets another for one test. Setup and call share the limit; teardown
+# gets what is left or TEARDOWN_GRACE_SECONDS (at most the limit itself), whichever is more, so
+# the fixtures of a test that ran out of time still stop what it started.
+DEFAULT_TIME_LIMIT_SECONDS = 240.0
+TEARDOWN_GRACE_SECONDS = 30.0
+_DEADLINE = pytest.StashKey[float]()
+_LIMIT = pytest.StashKey[float]()
+
+
+def _thread_stacks(frames: int = 16) -> str:
+    """The innermost `frames` of every thread's stack (the test's own, not pytest's machinery)."""
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    return "\n".join(f"thread {names.get(ident, ident)}:\n" + "".join(traceback.format_stack(frame, limit=frames))
+                     for ident, frame in sys._current_frames().items())
+
+
+def _limit_of(item: pytest.Item) -> float:
+    marker = item.get_closest_marker("time_limit")
+    if marker is None:
+        return DEFAULT_TIME_LIMIT_SECONDS
+    if len(marker.args) != 1 or isinstance(marker.args[0], bool) or not isinstance(marker.args[0], (int, float)) \
+            or marker.args[0] <= 0:
+        raise pytest.UsageError(f"{item.nodeid}: time_limit takes one positive number of seconds, such as "
+                                "@pytest.mark.time_limit(600)")
+    return float(marker.args[0])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    limit = _limit_of(item)
+    item.stash[_LIMIT] = limit
+    item.stash[_DEADLINE] = time.monotonic() + limit
+    # The backstop: every thread's stack on stderr even if the main thread never runs Python again.
+    faulthandler.dump_traceback_later(limit, exit=False)
+    try:
+        return (yield)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
+def _phase_under_alarm(item: pytest.Item, seconds: float):
+    """Runs one phase of the test with SIGALRM due in `seconds`; the alarm fails the phase (a
+    BaseException, so the code under test cannot swallow it) with the stacks of every thread."""
+    limit = item.stash[_LIMIT]
+
+    def over_time(signum, frame):
+        pytest.fail(f"{item.nodeid} ran past its time limit of {limit:g} s (@pytest.mark.time_limit(seconds) "
+                    f"sets another); the stacks of its threads:\n{_thread_stacks()}")
+    previous = signal.signal(signal.SIGALRM, over_time)
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+    try:
+        return (yield)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    return (yield from _phase_under_alarm(item, item.stash[_DEADLINE] - time.monotonic()))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    return (yield from _phase_under_alarm(item, item.stash[_DEADLINE] - time.monotonic()))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    remaining = item.stash[_DEADLINE] - time.monotonic()
+    grace = min(item.stash[_LIMIT], TEARDOWN_GRACE_SECONDS)
+    return (yield from _phase_under_alarm(item, max(remaining, grace)))
+
 
 
 @pytest.fixture(scope="session", autouse=True)
