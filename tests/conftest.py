@@ -53,33 +53,36 @@ def _limit_of(item: pytest.Item) -> float:
     return float(marker.args[0])
 
 
-@pytest.hookimpl(wrapper=True)
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
     limit = _limit_of(item)
     item.stash[_LIMIT] = limit
     item.stash[_DEADLINE] = time.monotonic() + limit
-    # The backstop: every thread's stack on stderr even if the main thread never runs Python again.
-    faulthandler.dump_traceback_later(limit, exit=False)
-    try:
-        return (yield)
-    finally:
-        faulthandler.cancel_dump_traceback_later()
 
 
 def _phase_under_alarm(item: pytest.Item, seconds: float):
-    """Runs one phase of the test with SIGALRM due in `seconds`; the alarm fails the phase (a
-    BaseException, so the code under test cannot swallow it) with the stacks of every thread."""
+    """Runs one phase of the test with SIGALRM due in `seconds`. When it comes, faulthandler's C
+    handler writes every thread's stack to stderr at once (so they show even if the main thread
+    never runs Python again), then the Python handler fails the phase with the same stacks (a
+    BaseException, so the code under test cannot swallow it).
+
+    Not faulthandler.dump_traceback_later: its watchdog thread leaves a thread stack and a malloc
+    arena in this process (VmSize 12 MiB -> 86 MiB once armed and cancelled), which the fork
+    point, forked from here, and every worker inherit, so the tests of a 128 MiB worker ceiling
+    fail. The Supervisor wants a process without threads; the alarm needs none."""
     limit = item.stash[_LIMIT]
 
     def over_time(signum, frame):
         pytest.fail(f"{item.nodeid} ran past its time limit of {limit:g} s (@pytest.mark.time_limit(seconds) "
                     f"sets another); the stacks of its threads:\n{_thread_stacks()}")
     previous = signal.signal(signal.SIGALRM, over_time)
+    faulthandler.register(signal.SIGALRM, all_threads=True, chain=True)    # after: it chains to over_time
     signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
     try:
         return (yield)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        faulthandler.unregister(signal.SIGALRM)
         signal.signal(signal.SIGALRM, previous)
 
 
