@@ -39,6 +39,10 @@ scv_ensure() {
   if [ ! -f "$stamp" ] || [ "$SCV_ROOT/setup.cfg" -nt "$stamp" ]; then
     local reqs; reqs="$(scv_requirements "$what")" || return 1
     echo "scv: installing $what requirements into .venv" >&2
+    # The pip that venv bundles with Python 3.11 and 3.12.0 (23.2) compares extras without normalising
+    # their names (PEP 685), so it warns that lxml has no 'html_clean' extra (lxml 6.1 spells it
+    # 'html-clean'); pip 23.3 and later do not. A no-op, offline, when the venv's pip is new enough.
+    "$SCV_VENV/bin/python" -m pip install --disable-pip-version-check -q "pip>=23.3" >&2 || return 1
     # shellcheck disable=SC2086
     "$SCV_VENV/bin/python" -m pip install --disable-pip-version-check -q $reqs >&2 || return 1
     touch "$stamp"

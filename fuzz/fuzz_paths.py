@@ -3,18 +3,13 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scv.errors import RefusedError
-from scv.paths import split_relative
-from tests.path_strategies import PATHS, TREES, check_open_stays_inside
+from tests.path_strategies import (PATHS, TREES, check_lexical, check_open_stays_inside,
+                                   check_trailing_slash_names_a_directory)
 
 
 @given(st.text(max_size=600))
 def lexical_validator_accepts_only_plain_components(path):
-    try:
-        parts = split_relative(path)
-    except RefusedError:
-        return
-    assert parts and all(p not in ("", ".", "..") and "/" not in p and "\x00" not in p for p in parts)
+    check_lexical(path)
 
 
 @given(tree=TREES, path=PATHS, walker=st.booleans())
@@ -22,4 +17,10 @@ def open_beneath_stays_inside(tree, path, walker):
     check_open_stays_inside(tree, path, walker)
 
 
-HARNESSES = [lexical_validator_accepts_only_plain_components, open_beneath_stays_inside]
+@given(tree=TREES, path=PATHS, walker=st.booleans())
+def trailing_slash_opens_only_a_directory(tree, path, walker):
+    check_trailing_slash_names_a_directory(tree, path, walker)
+
+
+HARNESSES = [lexical_validator_accepts_only_plain_components, open_beneath_stays_inside,
+             trailing_slash_opens_only_a_directory]

@@ -9,6 +9,7 @@ import ipaddress
 import socket
 import urllib.parse
 
+import idna
 import requests
 import urllib3.util
 from hypothesis import given
@@ -20,8 +21,16 @@ from scv.web.urls import UrlError, WebUrl, parse_url
 _TRICKY = "aAz09xX.-_@:[]%\\/?#=&+~ \t\r\n\x00\x7f\u00a0\u3002\uff0e\u0131\u212a\ud800é"
 schemes = st.sampled_from(["http", "https", "HTTP", "HtTpS", "ftp", "file", "javascript", "http+unix", ""])
 separators = st.sampled_from(["://", ":/", ":", ":///", "://\\", "", "//"])
+# Names with letters beyond ASCII, some valid IDNA 2008 labels, some not, some with a trailing dot.
+_WORLD = "abcz09-.éüßçøıāłñ́é̈。．‍א١ＡÜﬁ"
+idn_hosts = st.one_of(
+    st.sampled_from(["bücher.example", "straße.de", "Bücher.Example.", "пример.испытание", "例え.テスト", "example.com.",
+                     "xn--bcher-kva.example.", "bücher.example..", "ﬁ.example", "bücher.example"]),
+    st.text(alphabet=_WORLD, min_size=1, max_size=20),
+)
 hosts = st.one_of(
     st.text(alphabet=_TRICKY, max_size=24),
+    idn_hosts,
     st.from_regex(r"\A[a-z0-9-]{1,10}(\.[a-z0-9-]{1,10}){0,3}\Z"),
     st.ip_addresses(v=4).map(str),
     st.ip_addresses(v=6).map(lambda a: f"[{a}]"),
@@ -34,7 +43,8 @@ plausible = st.builds(
     lambda s, h, p, lead, r: f"{s}://{h}{p}{lead}{r}",
     st.sampled_from(["http", "https", "HTTP", "HTTPS"]),
     st.one_of(st.from_regex(r"\A[a-zA-Z0-9-]{1,12}(\.[a-zA-Z0-9-]{1,12}){0,3}\Z"), st.ip_addresses(v=4).map(str),
-              st.ip_addresses(v=6).map(lambda a: f"[{a}]"), st.text(alphabet=_TRICKY, min_size=1, max_size=12)),
+              st.ip_addresses(v=6).map(lambda a: f"[{a}]"), st.text(alphabet=_TRICKY, min_size=1, max_size=12),
+              idn_hosts),
     st.one_of(st.just(""), st.integers(1, 65535).map(lambda p: f":{p}")),
     st.sampled_from(["/", "?", "#", "", "/@", "/\\"]),
     st.text(alphabet=_PRINTABLE, max_size=30))
@@ -81,6 +91,22 @@ def accepted_names_are_never_read_as_numbers(text):
         pass
     else:
         raise AssertionError(f"{parsed.host!r} was taken as a name but inet_aton reads it as an address")
+
+
+@given(idn_hosts, st.sampled_from(["http", "https"]))
+def internationalised_names_become_their_idna_2008_ascii_form(host, scheme):
+    """An accepted name is ASCII; written with other letters, it is exactly their IDNA 2008 form
+    (which decodes back to what was written, less case and one trailing dot), never a mapping."""
+    parsed = _try(f"{scheme}://{host}/")
+    if parsed is None:
+        return
+    assert parsed.host.isascii() and not parsed.host.endswith(".")
+    written = host.lower().removesuffix(".")
+    if not written.isascii():
+        assert idna.decode(parsed.host) == written
+        assert parsed.host == idna.encode(written, strict=True).decode("ascii")
+    else:
+        assert parsed.host == written
 
 
 def _spell(value: int, parts: int, bases: list[int]) -> str:
@@ -157,4 +183,4 @@ def the_parser_only_raises_url_errors(text):
 HARNESSES = [parsers_agree_on_every_accepted_url, accepted_names_are_never_read_as_numbers,
              ipv4_spellings_are_refused_or_mean_what_the_resolver_reads, ipv6_forms_are_judged_by_the_ipv4_they_carry,
              accepted_ipv4_is_global_unicast, accepted_ipv6_is_global_unicast_or_carries_a_public_ipv4,
-             the_parser_only_raises_url_errors]
+             internationalised_names_become_their_idna_2008_ascii_form, the_parser_only_raises_url_errors]

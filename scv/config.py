@@ -68,7 +68,16 @@ def scv_home() -> Path:
     return Path(value) if value else Path.home() / ".scv"
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def user_config_path(home: Path | None = None) -> Path:
+    return (home or scv_home()) / "config.toml"
+
+
+def project_config_path(workspace: Path) -> Path:
+    return workspace / ".scv" / "config.toml"
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """A config file's tables as TOML gives them ({} when there is none); raises ConfigError."""
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)
@@ -120,16 +129,16 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 
 def load_config(workspace: Path | None, home: Path | None = None) -> Config:
     """Reads the user's file, then the project's over it; each is validated on its own first."""
-    user_path = (home or scv_home()) / "config.toml"
-    user = _read_toml(user_path)
+    user_path = user_config_path(home)
+    user = read_config_file(user_path)
     try:
         msgspec.convert(user, Config)
     except msgspec.ValidationError as exc:
         raise _explain(exc, user_path) from None
     merged = user
     if workspace is not None:
-        project_path = workspace / ".scv" / "config.toml"
-        project = _read_toml(project_path)
+        project_path = project_config_path(workspace)
+        project = read_config_file(project_path)
         if project:
             _check_project_keys(project, project_path)
             try:

@@ -57,6 +57,12 @@ def split_relative(path: str) -> list[str]:
     return parts
 
 
+def names_directory(path: str) -> bool:
+    """True when the path ends in '/' (or '/.'): POSIX then requires its last name to be a directory,
+    so `ok.txt/` is ENOTDIR, not `ok.txt`. split_relative drops that ending; callers keep this flag."""
+    return "/" in path and path.rsplit("/", 1)[1] in ("", ".")
+
+
 def is_secret_like(parts: list[str]) -> bool:
     """A name heuristic for visibility (it raises the risk); not a confidentiality boundary."""
     for index, part in enumerate(parts):

@@ -10,6 +10,7 @@ sentence naming the path.
 import ctypes
 import errno
 import os
+import stat
 import struct
 
 from scv.errors import ScvError
@@ -52,6 +53,12 @@ def describe(err: OSError, shown: str) -> PathError:
     if code == errno.ENAMETOOLONG:
         return PathError(f"{shown} is too long for the file system")
     return PathError(f"{shown}: {os.strerror(code or 0)}")
+
+
+def not_a_directory(shown: str) -> PathError:
+    """ENOTDIR for the last name of a path that ends in '/': the name exists but is no directory."""
+    return PathError(f"{shown} is not a directory, yet a path ending in '/' must name one; drop the trailing '/' "
+                     "to name the file")
 
 
 def _openat2(dir_fd: int, path: str, flags: int, mode: int) -> int:
@@ -107,8 +114,24 @@ def _walk(root_fd: int, parts: list[str], flags: int, mode: int) -> int:
 
 
 def open_beneath(root_fd: int, parts: list[str], flags: int, mode: int = 0o666, *, shown: str | None = None,
-                 walker: bool = False) -> int:
-    """Opens `parts` (already lexically checked) beneath `root_fd`; raises PathError."""
+                 walker: bool = False, directory: bool = False) -> int:
+    """Opens `parts` (already lexically checked) beneath `root_fd`; raises PathError. With `directory`
+    (the path ended in '/', see scv.paths.names_directory) anything but a directory is ENOTDIR."""
+    fd = _open_beneath(root_fd, parts, flags, mode, shown=shown, walker=walker)
+    if directory:
+        try:
+            is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
+        except BaseException:
+            os.close(fd)
+            raise
+        if not is_dir:
+            os.close(fd)
+            raise not_a_directory(shown or "/".join(parts) + "/")
+    return fd
+
+
+def _open_beneath(root_fd: int, parts: list[str], flags: int, mode: int, *, shown: str | None,
+                  walker: bool) -> int:
     global _openat2_works
     shown = shown or "/".join(parts)
     flags |= os.O_CLOEXEC

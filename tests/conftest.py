@@ -1,9 +1,16 @@
-"""Shared fixtures: a private SCV_HOME, a workspace, a real supervisor, and `scv` as a process."""
+"""Shared fixtures: a private SCV_HOME, a workspace, a real supervisor, and `scv` as a process;
+and a time limit on every test, so a hang fails that test with its stacks instead of stalling
+the run."""
 
+import faulthandler
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
+import traceback
 from pathlib import Path
 
 import pytest
@@ -19,6 +26,85 @@ from scv.tools.registry import build_registry, executor_modules
 from scv.tools.services import Services
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# --- a time limit per test, from the standard library ----------------------------------------
+# Generous: a bound for a loaded machine, never a measurement. `@pytest.mark.time_limit(seconds)`
+# (registered in setup.cfg) sets another for one test. Setup and call share the limit; teardown
+# gets what is left or TEARDOWN_GRACE_SECONDS (at most the limit itself), whichever is more, so
+# the fixtures of a test that ran out of time still stop what it started.
+DEFAULT_TIME_LIMIT_SECONDS = 240.0
+TEARDOWN_GRACE_SECONDS = 30.0
+_DEADLINE = pytest.StashKey[float]()
+_LIMIT = pytest.StashKey[float]()
+
+
+def _thread_stacks(frames: int = 16) -> str:
+    """The innermost `frames` of every thread's stack (the test's own, not pytest's machinery)."""
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    return "\n".join(f"thread {names.get(ident, ident)}:\n" + "".join(traceback.format_stack(frame, limit=frames))
+                     for ident, frame in sys._current_frames().items())
+
+
+def _limit_of(item: pytest.Item) -> float:
+    marker = item.get_closest_marker("time_limit")
+    if marker is None:
+        return DEFAULT_TIME_LIMIT_SECONDS
+    if len(marker.args) != 1 or isinstance(marker.args[0], bool) or not isinstance(marker.args[0], (int, float)) \
+            or marker.args[0] <= 0:
+        raise pytest.UsageError(f"{item.nodeid}: time_limit takes one positive number of seconds, such as "
+                                "@pytest.mark.time_limit(600)")
+    return float(marker.args[0])
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    limit = _limit_of(item)
+    item.stash[_LIMIT] = limit
+    item.stash[_DEADLINE] = time.monotonic() + limit
+
+
+def _phase_under_alarm(item: pytest.Item, seconds: float):
+    """Runs one phase of the test with SIGALRM due in `seconds`. When it comes, faulthandler's C
+    handler writes every thread's stack to stderr at once (so they show even if the main thread
+    never runs Python again), then the Python handler fails the phase with the same stacks (a
+    BaseException, so the code under test cannot swallow it).
+
+    Not faulthandler.dump_traceback_later: its watchdog thread leaves a thread stack and a malloc
+    arena in this process (VmSize 12 MiB -> 86 MiB once armed and cancelled), which the fork
+    point, forked from here, and every worker inherit, so the tests of a 128 MiB worker ceiling
+    fail. The Supervisor wants a process without threads; the alarm needs none."""
+    limit = item.stash[_LIMIT]
+
+    def over_time(signum, frame):
+        pytest.fail(f"{item.nodeid} ran past its time limit of {limit:g} s (@pytest.mark.time_limit(seconds) "
+                    f"sets another); the stacks of its threads:\n{_thread_stacks()}")
+    previous = signal.signal(signal.SIGALRM, over_time)
+    faulthandler.register(signal.SIGALRM, all_threads=True, chain=True)    # after: it chains to over_time
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.001))
+    try:
+        return (yield)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        faulthandler.unregister(signal.SIGALRM)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    return (yield from _phase_under_alarm(item, item.stash[_DEADLINE] - time.monotonic()))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    return (yield from _phase_under_alarm(item, item.stash[_DEADLINE] - time.monotonic()))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    remaining = item.stash[_DEADLINE] - time.monotonic()
+    grace = min(item.stash[_LIMIT], TEARDOWN_GRACE_SECONDS)
+    return (yield from _phase_under_alarm(item, max(remaining, grace)))
+
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -41,6 +127,13 @@ def scv_home(tmp_path, monkeypatch) -> Path:
     home.mkdir()
     monkeypatch.setenv("SCV_HOME", str(home))
     return home
+
+
+@pytest.fixture
+def user_home(tmp_path, monkeypatch) -> Path:
+    """A fake user's home (HOME) and a PATH of the system folders only (see tests/fakes.py)."""
+    from tests.fakes import setup_fake_home     # late: tests.fakes imports this module
+    return setup_fake_home(tmp_path, monkeypatch)
 
 
 @pytest.fixture

@@ -1,10 +1,9 @@
 """Helpers for the background job, delegation and batch tests: fake agent CLIs installed in a fake
-user's ~/.local/bin (through the committed launcher, see tests/agent_fakes.py), `scv exec` scripts,
-and looking up the processes a delegated run tagged with SCV_PARENT."""
+user's ~/.local/bin (through the committed launcher, see tests/agent_fakes.py), and looking up the
+processes a delegated run tagged with SCV_PARENT. The generic helpers are in tests/fakes.py."""
 
 import json
 import os
-import time
 from pathlib import Path
 
 import psutil
@@ -25,26 +24,10 @@ def codex_reply_lines(text: str, thread: str = CODEX_THREAD) -> str:
     return "\n".join(f"printf '%s\\n' {json.dumps(json.dumps(e))}" for e in events) + "\n"
 
 
-def setup_fake_home(tmp_path: Path, monkeypatch) -> Path:
-    user_home = tmp_path / "user"
-    monkeypatch.setenv("HOME", str(user_home))
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    return user_home
-
-
 def fake_agent(tmp_path: Path, name: str, body: str):
     agent = install(tmp_path / "user" / ".local" / "bin", name, tmp_path / "log" / name)
     agent.write(body)
     return agent
-
-
-def write_script(path: Path, *turns: dict) -> Path:
-    path.write_text("\n".join(json.dumps(t) for t in turns) + "\n")
-    return path
-
-
-def events(stdout: str) -> list[dict]:
-    return [json.loads(line) for line in stdout.splitlines() if line.strip().startswith("{")]
 
 
 def tagged_with(fragment: str) -> list[psutil.Process]:
@@ -61,16 +44,6 @@ def tagged_with(fragment: str) -> list[psutil.Process]:
         if any(item.startswith(b"SCV_PARENT=") and fragment.encode() in item for item in env):
             found.append(process)
     return found
-
-
-def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout} s waiting for {predicate}")
 
 
 def conversation_markers(home: Path) -> Path:

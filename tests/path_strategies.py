@@ -3,6 +3,7 @@ with symlinks pointing anywhere, and random paths into them."""
 
 import os
 import shutil
+import stat
 import tempfile
 from contextlib import contextmanager
 
@@ -52,6 +53,60 @@ def built_tree(spec):
         yield ws
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def check_lexical(path: str) -> None:
+    """The property of the lexical validator: a path is refused with a sentence, or split into
+    plain components; a trailing '/' (or '/.') keeps those components and names a directory."""
+    from scv.errors import RefusedError
+    from scv.paths import names_directory, split_relative
+    try:
+        parts = split_relative(path)
+    except RefusedError as err:
+        assert str(err) and "\n" not in str(err)
+        return
+    assert parts and not path.startswith("/")
+    for part in parts:
+        assert part not in ("", ".", "..") and "/" not in part and "\x00" not in part
+        assert len(part.encode("utf-8")) <= 255
+    assert split_relative(path + "/") == parts and names_directory(path + "/")
+    assert split_relative(path + "/.") == parts and names_directory(path + "/.")
+    assert names_directory(path) is (path.endswith("/") or path.endswith("/."))
+
+
+def _open_or_error(root: int, path: str, walker: bool, directory: bool):
+    from scv.safe_open import PathError, open_beneath
+    try:
+        return open_beneath(root, path.split("/"), os.O_RDONLY | os.O_NONBLOCK, walker=walker, directory=directory)
+    except PathError as err:
+        return err
+
+
+def check_trailing_slash_names_a_directory(tree, path: str, walker: bool) -> None:
+    """The property: opened as `path/` (directory=True), a path gives a directory inside the
+    workspace or an error; where plain `path` opens something that is no directory, the error is
+    ENOTDIR's sentence, as open(2) says for `file/`."""
+    with built_tree(tree) as ws:
+        real_ws = os.path.realpath(ws)
+        root = os.open(ws, os.O_PATH | os.O_DIRECTORY)
+        try:
+            plain = _open_or_error(root, path, walker, directory=False)
+            slashed = _open_or_error(root, path, walker, directory=True)
+        finally:
+            os.close(root)
+        opened = [fd for fd in (plain, slashed) if isinstance(fd, int)]
+        try:
+            if isinstance(slashed, int):
+                assert stat.S_ISDIR(os.fstat(slashed).st_mode), path
+                real = os.readlink(f"/proc/self/fd/{slashed}")
+                assert real == real_ws or real.startswith(real_ws + "/"), (path, real)
+            if isinstance(plain, int) and not stat.S_ISDIR(os.fstat(plain).st_mode):
+                assert not isinstance(slashed, int) and "is not a directory" in str(slashed), path
+            if not isinstance(plain, int):
+                assert not isinstance(slashed, int) and str(slashed) == str(plain), path
+        finally:
+            for fd in opened:
+                os.close(fd)
 
 
 def check_open_stays_inside(tree, path: str, walker: bool) -> None:

@@ -15,11 +15,8 @@ from tests.agent_fakes import install
 
 
 @pytest.fixture
-def agents(tmp_path, monkeypatch):
+def agents(tmp_path, user_home):
     """agents(name) -> FakeAgent installed in the fake user's ~/.local/bin."""
-    user_home = tmp_path / "user"
-    monkeypatch.setenv("HOME", str(user_home))
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
     return lambda name: install(user_home / ".local" / "bin", name, tmp_path / "log" / name)
 
 
@@ -381,7 +378,7 @@ def test_an_agent_gone_since_the_session_started_gets_a_fallback(agents, make_ru
 def test_handles_and_markers_end_with_the_session(agents, workspace, scv_home, tmp_path):
     """A live conversation's marker exists while the session runs and goes when it closes."""
     from tests.conftest import run_scv
-    from tests.delegation_fakes import events, write_script
+    from tests.fakes import events, write_script
     agents("codex").replay("codex", "resume_0_first")
     markers = scv_home / "state" / "conversations"
     script = write_script(tmp_path / "s.jsonl",

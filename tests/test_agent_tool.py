@@ -16,14 +16,12 @@ from scv.messages import AgentPrivate, Call, Result
 from scv.tools.registry import build_registry
 from scv.tools.services import Services
 from tests.agent_fakes import install
+from tests.fakes import setup_fake_home
 
 
 @pytest.fixture
 def user_home(tmp_path, monkeypatch):
-    home = tmp_path / "user"
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("PATH", str(tmp_path / "path-bin") + ":/usr/bin:/bin")
-    return home
+    return setup_fake_home(tmp_path, monkeypatch, path=(tmp_path / "path-bin",))
 
 
 @pytest.fixture

@@ -13,19 +13,14 @@ from hypothesis import strategies as st
 from scv.agents.dsh_key import _Unsafe, with_key
 from scv.agents.signin import dsh_key_stored
 from tests.conftest import run_scv
-from tests.delegation_fakes import fake_agent, setup_fake_home
+from tests.delegation_fakes import fake_agent
 
 KEY = "sk-dsh-new-secret-4242"
 OLD_KEY = "sk-dsh-old-secret-1313"
 
 
 @pytest.fixture
-def user(tmp_path, monkeypatch):
-    return setup_fake_home(tmp_path, monkeypatch)
-
-
-@pytest.fixture
-def credentials(user, scv_home):
+def credentials(user_home, scv_home):
     path = scv_home / "agents" / "dsh" / ".dsh" / ".credentials.yaml"
     path.parent.mkdir(parents=True)
     return path

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from scv.agents import toml_merge
 from scv.agents.toml_merge import MergeRefused, merge, same
 from tests.conftest import run_scv, scv_env
-from tests.delegation_fakes import fake_agent, setup_fake_home
+from tests.delegation_fakes import fake_agent
 from tests.toml_render import DOCUMENTS, render
 
 GROK_KEY = "xai-import-secret-9999"
@@ -54,13 +54,8 @@ def mode(path: Path) -> int:
 
 
 @pytest.fixture
-def user(tmp_path, monkeypatch):
-    return setup_fake_home(tmp_path, monkeypatch)
-
-
-@pytest.fixture
-def grok_source(user) -> Path:
-    source = user / ".grok"
+def grok_source(user_home) -> Path:
+    source = user_home / ".grok"
     source.mkdir(parents=True)
     (source / "config.toml").write_text(USER_CONFIG)
     (source / "auth.json").write_text(json.dumps({"access_token": "grok-token-secret-5555"}))
@@ -108,7 +103,7 @@ def test_import_grok_merges_by_top_level_table_and_prints_no_key(grok_source, tm
         assert GROK_KEY not in output and "grok-token-secret-5555" not in output
 
 
-def test_import_grok_from_grok_home_or_from_into_a_fresh_home(user, tmp_path, scv_home):
+def test_import_grok_from_grok_home_or_from_into_a_fresh_home(user_home, tmp_path, scv_home):
     source = tmp_path / "elsewhere"
     source.mkdir()
     (source / "config.toml").write_text('[models]\ndefault = "m"\n[models.m]\napi_key = "k-1"')   # no final newline
@@ -158,7 +153,7 @@ def test_import_grok_validates_before_writing(grok_source, scv_home, broken, sen
     assert GROK_KEY not in proc.stderr + proc.stdout
 
 
-def test_import_other_agents_refuse_grok_options(user):
+def test_import_other_agents_refuse_grok_options(user_home):
     proc = run_scv("agents", "import", "grok", "--from-scv-provider")
     assert proc.returncode == 2 and "--from-scv-provider is for scv agents import pi only" in proc.stderr
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, run_scv, scv_env
-from tests.delegation_fakes import fake_agent, setup_fake_home
+from tests.delegation_fakes import fake_agent
 
 INHERITED_KEYS = {"OPENAI_API_KEY": "sk-inherited-openai-1111", "ANTHROPIC_API_KEY": "sk-ant-inherited-2222",
                   "XAI_API_KEY": "xai-inherited-3333", "CODEX_HOME": "/elsewhere/codex",
@@ -29,11 +29,6 @@ def reads_stdin(tmp_path: Path) -> str:
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
-
-
-@pytest.fixture
-def user(tmp_path, monkeypatch):
-    return setup_fake_home(tmp_path, monkeypatch)
 
 
 def stdin_lines(tmp_path: Path) -> list[str]:
@@ -52,7 +47,7 @@ def test_every_command_has_help(command):
     ("codex", ["login"], "CODEX_HOME", ""),
     ("grok", ["login"], "GROK_HOME", ".grok"),
 ])
-def test_login_runs_the_agents_own_command_in_its_private_home(user, tmp_path, scv_home, agent, own_args,
+def test_login_runs_the_agents_own_command_in_its_private_home(user_home, tmp_path, scv_home, agent, own_args,
                                                                state_var, state):
     fake = fake_agent(tmp_path, agent, reads_stdin(tmp_path) + "exit 7\n")
     proc = run_scv("agents", "login", agent, "--", "--device-auth", input="typed-at-terminal\n",
@@ -73,7 +68,7 @@ def test_login_runs_the_agents_own_command_in_its_private_home(user, tmp_path, s
 
 @pytest.mark.parametrize("agent,own_args", [("claude", ["auth", "logout"]), ("codex", ["logout"]),
                                             ("grok", ["logout"])])
-def test_logout_runs_the_agents_own_command(user, tmp_path, scv_home, agent, own_args):
+def test_logout_runs_the_agents_own_command(user_home, tmp_path, scv_home, agent, own_args):
     fake = fake_agent(tmp_path, agent, "exit 0\n")
     proc = run_scv("agents", "logout", agent, env=scv_env(**INHERITED_KEYS, SCV_HOME=str(scv_home)))
     assert proc.returncode == 0, proc.stderr
@@ -81,7 +76,7 @@ def test_logout_runs_the_agents_own_command(user, tmp_path, scv_home, agent, own
     assert fake.env()["HOME"] == str(scv_home / "agents" / agent)
 
 
-def test_login_under_a_real_terminal_gives_the_agent_that_terminal(user, tmp_path, scv_home):
+def test_login_under_a_real_terminal_gives_the_agent_that_terminal(user_home, tmp_path, scv_home):
     fake = fake_agent(tmp_path, "codex", f'if [ -t 0 ] && [ -t 1 ]; then echo tty > {tmp_path}/log/tty; '
                                          'fi\nexit 0\n')
     status, _ = run_in_terminal(["agents", "login", "codex"], [], scv_home)
@@ -90,7 +85,7 @@ def test_login_under_a_real_terminal_gives_the_agent_that_terminal(user, tmp_pat
     assert fake.calls() == [["login"]]
 
 
-def test_unknown_and_missing_agents_are_one_sentence(user, tmp_path):
+def test_unknown_and_missing_agents_are_one_sentence(user_home, tmp_path):
     proc = run_scv("agents", "login", "gemini")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "unknown agent 'gemini'" in proc.stderr and "claude, codex, grok, dsh, pi" in proc.stderr
@@ -104,7 +99,7 @@ def test_unknown_and_missing_agents_are_one_sentence(user, tmp_path):
 DSH_KEY = "sk-dsh-secret-0123456789"
 
 
-def test_dsh_login_stores_the_key_from_stdin_privately(user, tmp_path, scv_home):
+def test_dsh_login_stores_the_key_from_stdin_privately(user_home, tmp_path, scv_home):
     proc = run_scv("agents", "login", "dsh", input=DSH_KEY + "\n")
     assert proc.returncode == 0, proc.stderr
     path = scv_home / "agents" / "dsh" / ".dsh" / ".credentials.yaml"
@@ -121,7 +116,7 @@ def test_dsh_login_stores_the_key_from_stdin_privately(user, tmp_path, scv_home)
     assert "dsh    signed out (scv agents login dsh)" in run_scv("agents", "status").stdout
 
 
-def test_dsh_refuses_a_key_given_as_an_argument(user, scv_home):
+def test_dsh_refuses_a_key_given_as_an_argument(user_home, scv_home):
     proc = run_scv("agents", "login", "dsh", "--", DSH_KEY, input=DSH_KEY + "\n")
     assert proc.returncode == 2 and "never accepted as an argument" in proc.stderr
     assert DSH_KEY not in proc.stderr + proc.stdout
@@ -131,7 +126,7 @@ def test_dsh_refuses_a_key_given_as_an_argument(user, scv_home):
 @pytest.mark.parametrize("given,sentence", [("", "stdin ended before the DeepSeek API key was given"),
                                             ("\n", "no DeepSeek API key was given"),
                                             ("sk one two\n", "contains spaces")])
-def test_dsh_refuses_an_empty_or_broken_key(user, scv_home, given, sentence):
+def test_dsh_refuses_an_empty_or_broken_key(user_home, scv_home, given, sentence):
     proc = run_scv("agents", "login", "dsh", input=given)
     assert proc.returncode == 2 and sentence in proc.stderr
     assert "one two" not in proc.stderr
@@ -168,7 +163,7 @@ def run_in_terminal(args: list[str], answers: list[str], scv_home: Path) -> tupl
     return child.wait(timeout=30), shown.decode(errors="replace")
 
 
-def test_dsh_login_at_a_terminal_does_not_echo_the_key(user, scv_home):
+def test_dsh_login_at_a_terminal_does_not_echo_the_key(user_home, scv_home):
     status, shown = run_in_terminal(["agents", "login", "dsh"], [DSH_KEY], scv_home)
     assert status == 0, shown
     assert "DeepSeek API key (not shown):" in shown and DSH_KEY not in shown

@@ -11,16 +11,11 @@ import pytest
 
 from tests.agent_fakes import CAPTURES
 from tests.conftest import run_scv, scv_env
-from tests.delegation_fakes import fake_agent, setup_fake_home
+from tests.delegation_fakes import fake_agent
 
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
-
-
-@pytest.fixture
-def user(tmp_path, monkeypatch):
-    return setup_fake_home(tmp_path, monkeypatch)
 
 
 def status_of(agent: str, env: dict | None = None) -> dict:
@@ -37,7 +32,7 @@ def replay(capture: Path, exit_code: int, to_stderr: bool = False) -> str:
     ("auth_status_api_key", "signed in (API key)", True),
     ("auth_status_signed_out", "signed out", False),
 ])
-def test_claude_status_is_its_own_status_command_summarized(user, tmp_path, scv_home, capture, summary, signed_in):
+def test_claude_status_is_its_own_status_command_summarized(user_home, tmp_path, scv_home, capture, summary, signed_in):
     meta = json.loads((CAPTURES / "claude" / f"{capture}.meta.json").read_text())
     fake = fake_agent(tmp_path, "claude", replay(CAPTURES / "claude" / f"{capture}.stdout.txt", meta["exit_code"]))
     entry = status_of("claude", scv_env(ANTHROPIC_API_KEY="sk-ant-inherited", SCV_HOME=str(scv_home)))
@@ -47,7 +42,7 @@ def test_claude_status_is_its_own_status_command_summarized(user, tmp_path, scv_
     assert env["HOME"] == str(scv_home / "agents" / "claude") and "ANTHROPIC_API_KEY" not in env
 
 
-def test_claude_account_status_names_the_plan_never_the_email(user, tmp_path):
+def test_claude_account_status_names_the_plan_never_the_email(user_home, tmp_path):
     status = {"loggedIn": True, "authMethod": "claude.ai", "subscriptionType": "max",
               "email": "someone@example.com", "orgName": "Someone's Org"}
     fake_agent(tmp_path, "claude", f"echo {shlex.quote(json.dumps(status))}\nexit 0\n")
@@ -58,7 +53,7 @@ def test_claude_account_status_names_the_plan_never_the_email(user, tmp_path):
 
 @pytest.mark.parametrize("capture,summary", [("codex_login_status_api_key", "signed in (API key)"),
                                              ("codex_login_status_signed_out", "signed out")])
-def test_codex_status_never_shows_the_part_of_the_key_codex_prints(user, tmp_path, capture, summary):
+def test_codex_status_never_shows_the_part_of_the_key_codex_prints(user_home, tmp_path, capture, summary):
     meta = json.loads((CAPTURES / "codex" / f"{capture}.meta.json").read_text())
     fake = fake_agent(tmp_path, "codex", replay(CAPTURES / "codex" / f"{capture}.stderr.txt", meta["exit_code"],
                                                 to_stderr=True))
@@ -68,7 +63,33 @@ def test_codex_status_never_shows_the_part_of_the_key_codex_prints(user, tmp_pat
     assert fake.calls() == [["login", "status"]]
 
 
-def test_uninstalled_agents_say_so(user):
+CODEX_WARNING = ("WARNING: proceeding, even though we could not create PATH aliases: Refusing to create helper "
+                 "binaries under temporary dir \"/tmp\"\n")
+CODEX_401 = ("Error: unexpected status 401 Unauthorized: Incorrect API key provided: sk-fake***56789. You can find "
+             "your API key at the provider's dashboard., url: http://127.0.0.1:9/v1/responses\n")
+
+
+@pytest.mark.parametrize("stderr,exit_code,summary,signed_in", [
+    # A 401 answer names "API key": only the exit status says it is not a sign-in.
+    (CODEX_WARNING + CODEX_401, 1, "sign-in refused (401 Unauthorized)", False),
+    (CODEX_WARNING + "API key configured - sk-fake-***56789\n" + CODEX_401, 1,
+     "sign-in refused (401 Unauthorized)", False),
+    (CODEX_WARNING + "Error: failed to read auth.json: API key file is corrupt\n", 1,
+     "status unknown: codex login status exited with status 1", None),
+    (CODEX_WARNING + "Logged in using ChatGPT\n", 0, "signed in (ChatGPT account)", True),
+    (CODEX_WARNING + "something new the captures do not show\n", 0, "signed in", True),
+])
+def test_codex_status_is_decided_by_its_exit_status_first(user_home, tmp_path, stderr, exit_code, summary, signed_in):
+    fake_agent(tmp_path, "codex", f"printf '%s' {shlex.quote(stderr)} >&2\nexit {exit_code}\n")
+    entry = status_of("codex")
+    assert (entry["summary"], entry["signed_in"]) == (summary, signed_in)
+    proc = run_scv("agents", "status")
+    advice = " (scv agents login codex)" if signed_in is False else ""
+    assert f"codex  {summary}{advice}\n" in proc.stdout
+    assert "sk-fake" not in proc.stdout + proc.stderr
+
+
+def test_uninstalled_agents_say_so(user_home):
     proc = run_scv("agents", "status", "--json")
     entries = json.loads(proc.stdout)["agents"]
     assert [e["agent"] for e in entries] == ["claude", "codex", "grok", "dsh", "pi"]
@@ -76,7 +97,7 @@ def test_uninstalled_agents_say_so(user):
         assert entry["installed"] is False and entry["summary"].startswith("not installed")
 
 
-def test_grok_status_reads_its_files_only(user, tmp_path, scv_home):
+def test_grok_status_reads_its_files_only(user_home, tmp_path, scv_home):
     fake = fake_agent(tmp_path, "grok", "exit 0\n")
     folder = scv_home / "agents" / "grok" / ".grok"
     folder.mkdir(parents=True)
@@ -94,7 +115,7 @@ def test_grok_status_reads_its_files_only(user, tmp_path, scv_home):
 PI_KEY = "sk-pi-secret-6666"
 
 
-def test_login_pi_openai_compatible_writes_pis_own_files_and_keeps_the_rest(user, tmp_path, scv_home):
+def test_login_pi_openai_compatible_writes_pis_own_files_and_keeps_the_rest(user_home, tmp_path, scv_home):
     folder = scv_home / "agents" / "pi" / ".pi" / "agent"
     folder.mkdir(parents=True)
     (folder / "models.json").write_text(json.dumps({"providers": {"other": {"baseUrl": "http://o.example/v1",
@@ -130,7 +151,7 @@ def test_login_pi_openai_compatible_writes_pis_own_files_and_keeps_the_rest(user
     assert status_of("pi")["signed_in"] is False
 
 
-def test_login_pi_asks_for_what_is_missing_on_stdin(user, scv_home):
+def test_login_pi_asks_for_what_is_missing_on_stdin(user_home, scv_home):
     proc = run_scv("agents", "login", "pi", "--openai-compatible",
                    input=f"http://127.0.0.1:9/v1\nchat\nlocal-model\n{PI_KEY}\n")
     assert proc.returncode == 0, proc.stderr
@@ -146,13 +167,13 @@ def test_login_pi_asks_for_what_is_missing_on_stdin(user, scv_home):
     (["--base-url", "https://x.example", "--wire-api", "grpc"], "wire API must be one of: responses, chat"),
     (["--", PI_KEY], "never accepted as an argument"),
 ])
-def test_login_pi_refuses_bad_values_before_writing(user, scv_home, args, sentence):
+def test_login_pi_refuses_bad_values_before_writing(user_home, scv_home, args, sentence):
     proc = run_scv("agents", "login", "pi", "--openai-compatible", *args, input="m\n" + PI_KEY + "\n")
     assert proc.returncode == 2 and sentence in proc.stderr
     assert PI_KEY not in proc.stderr and not (scv_home / "agents" / "pi" / ".pi").exists()
 
 
-def test_login_pi_refuses_to_touch_a_broken_models_file(user, scv_home):
+def test_login_pi_refuses_to_touch_a_broken_models_file(user_home, scv_home):
     folder = scv_home / "agents" / "pi" / ".pi" / "agent"
     folder.mkdir(parents=True)
     (folder / "models.json").write_text("{not json")
@@ -162,7 +183,7 @@ def test_login_pi_refuses_to_touch_a_broken_models_file(user, scv_home):
     assert (folder / "models.json").read_text() == "{not json" and not (folder / "auth.json").exists()
 
 
-def test_login_pi_opens_pi_in_its_private_home(user, tmp_path, scv_home):
+def test_login_pi_opens_pi_in_its_private_home(user_home, tmp_path, scv_home):
     fake = fake_agent(tmp_path, "pi", "exit 3\n")
     proc = run_scv("agents", "login", "pi", env=scv_env(OPENAI_API_KEY="sk-inherited", SCV_HOME=str(scv_home)))
     assert proc.returncode == 3 and "run /login" in proc.stderr and "/quit" in proc.stderr
@@ -196,7 +217,7 @@ def codex_source(tmp_path) -> Path:
     return source
 
 
-def test_import_codex_copies_config_and_an_api_key(user, tmp_path, scv_home, codex_source):
+def test_import_codex_copies_config_and_an_api_key(user_home, tmp_path, scv_home, codex_source):
     proc = run_scv("agents", "import", "codex", "--from", str(codex_source))
     assert proc.returncode == 0, proc.stderr
     home = scv_home / "agents" / "codex"
@@ -220,7 +241,7 @@ def test_import_codex_copies_config_and_an_api_key(user, tmp_path, scv_home, cod
             f"--from {codex_source} again") in status.stdout
 
 
-def test_import_codex_never_copies_a_chatgpt_sign_in(user, scv_home, codex_source):
+def test_import_codex_never_copies_a_chatgpt_sign_in(user_home, scv_home, codex_source):
     (codex_source / "auth.json").write_text(json.dumps({"OPENAI_API_KEY": None,
                                                         "tokens": {"refresh_token": "rt-secret-8888"}}))
     proc = run_scv("agents", "import", "codex", "--from", str(codex_source))
@@ -230,7 +251,7 @@ def test_import_codex_never_copies_a_chatgpt_sign_in(user, scv_home, codex_sourc
     assert "rt-secret-8888" not in proc.stdout + proc.stderr
 
 
-def test_import_codex_uses_codex_home_by_default(user, scv_home, codex_source):
+def test_import_codex_uses_codex_home_by_default(user_home, scv_home, codex_source):
     proc = run_scv("agents", "import", "codex", env=scv_env(CODEX_HOME=str(codex_source), SCV_HOME=str(scv_home)))
     assert proc.returncode == 0, proc.stderr
     assert (scv_home / "agents" / "codex" / "config.toml").read_text() == CODEX_CONFIG
@@ -242,7 +263,7 @@ def test_import_codex_uses_codex_home_by_default(user, scv_home, codex_source):
     ("missing", "has no config.toml to import", 2),
     ("nowhere", "is not a folder", 2),
 ])
-def test_import_codex_validates_both_files_before_writing_either(user, scv_home, codex_source, broken, sentence,
+def test_import_codex_validates_both_files_before_writing_either(user_home, scv_home, codex_source, broken, sentence,
                                                                  code):
     source = codex_source
     if broken == "config":
@@ -270,7 +291,7 @@ api_key_env = "MY_RELAY_KEY"
 '''
 
 
-def test_import_pi_from_scv_provider_resolves_the_key_now(user, tmp_path, scv_home):
+def test_import_pi_from_scv_provider_resolves_the_key_now(user_home, tmp_path, scv_home):
     (scv_home / "config.toml").write_text(SCV_PROVIDER)
     env = scv_env(MY_RELAY_KEY=PI_KEY, SCV_HOME=str(scv_home))
     proc = run_scv("agents", "import", "pi", "--from-scv-provider", env=env)
@@ -291,7 +312,7 @@ def test_import_pi_from_scv_provider_resolves_the_key_now(user, tmp_path, scv_ho
         assert PI_KEY not in output
 
 
-def test_import_pi_needs_the_key_variable_set(user, scv_home):
+def test_import_pi_needs_the_key_variable_set(user_home, scv_home):
     (scv_home / "config.toml").write_text(SCV_PROVIDER)
     proc = run_scv("agents", "import", "pi", "--from-scv-provider")
     assert proc.returncode == 2 and "MY_RELAY_KEY, which is not set here" in proc.stderr

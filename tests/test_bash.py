@@ -8,6 +8,7 @@ import pytest
 from scv.cancellation import Cancellation
 from scv.config import Config, ToolsConfig
 from scv.oscalls import REAL
+from tests.fakes import settle
 
 
 def bash(runner, command, **kw):
@@ -119,9 +120,7 @@ def cancel_when_exists(path) -> Cancellation:
     cancel = Cancellation()
 
     def watch():
-        deadline = time.monotonic() + 60
-        while not path.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
+        settle(path.exists, seconds=60, interval=0.02)
         cancel.cancel()
     threading.Thread(target=watch, daemon=True).start()
     return cancel

@@ -4,11 +4,10 @@ anything starts, results as each task finishes, exit statuses, and resuming an i
 
 import json
 import signal
-import subprocess
-import sys
 
-from tests.conftest import run_scv, scv_env
-from tests.delegation_fakes import fake_agent, gone, setup_fake_home, wait_for
+from tests.conftest import run_scv
+from tests.delegation_fakes import fake_agent, gone
+from tests.fakes import finish, scv_process, setup_fake_home, wait_for
 
 # The fake answers "done <prompt>", sleeps forever on prompts starting "slow" unless told not to,
 # and fails on prompts starting "fail". It logs each prompt it was given.
@@ -94,18 +93,11 @@ def test_an_interrupted_run_resumes_with_each_result_exactly_once(tmp_path, monk
     paths = install_agent(tmp_path)
     batch = write_tasks(tmp_path / "b.jsonl", "quick a", "slow b", "quick c", "slow d", "quick e", "quick f")
     output = tmp_path / "out.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "scv", "batch", str(batch), "--output", str(output), "--parallel",
-                             "2", "-C", str(workspace)], env=scv_env(), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with scv_process("batch", str(batch), "--output", str(output), "--parallel", "2", "-C", str(workspace)) as proc:
         # Both lanes end up held by the two slow tasks; the quick ones before them have finished.
         wait_for(lambda: paths["pids"].exists() and len(paths["pids"].read_text().split()) == 4)
         wait_for(lambda: output.exists() and len(result_lines(output)) == 2)
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+        out, err = finish(proc, signal.SIGINT)
     assert proc.returncode == 130, err
     first = result_lines(output)                # still valid JSON lines
     assert sorted((r["id"], r["status"]) for r in first) == [("t0", "completed"), ("t1", "cancelled"),
@@ -143,16 +135,10 @@ def test_sigterm_cancels_running_tasks_and_exits_143(tmp_path, monkeypatch, work
     setup_fake_home(tmp_path, monkeypatch)
     paths = install_agent(tmp_path)
     output = tmp_path / "out.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "scv", "batch", str(write_tasks(tmp_path / "b.jsonl", "slow x")),
-                             "--output", str(output), "-C", str(workspace)], env=scv_env(),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with scv_process("batch", str(write_tasks(tmp_path / "b.jsonl", "slow x")), "--output", str(output),
+                     "-C", str(workspace)) as proc:
         wait_for(lambda: paths["pids"].exists() and len(paths["pids"].read_text().split()) == 2)
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+        out, err = finish(proc, signal.SIGTERM)
     assert proc.returncode == 143, err
     assert "(interrupted)" in err
     assert [(r["id"], r["status"]) for r in result_lines(output)] == [("t0", "cancelled")]

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from scv.cli import main
 from tests.conftest import result_json, run_scv, scv_env
+from tests.fakes import assert_gone, finish, scv_process, sleepers_command, unique_marker, wait_for_sleepers
 
 
 def every_command(group=main, prefix=()):
@@ -127,21 +128,12 @@ def test_on_a_terminal_scv_tool_asks(workspace, answer, code):
 
 @pytest.mark.parametrize("sig, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_cancels_the_call_and_its_result_is_still_printed(workspace, sig, status):
-    from tests.test_exec_script import _assert_gone, _marker, _wait_for_sleepers
-    marker = _marker()
-    command = f"sleep {marker} & setsid sleep {marker} & sleep {marker}; wait"
-    proc = subprocess.Popen([sys.executable, "-m", "scv", "tool", "bash", json.dumps({"command": command}),
-                             "--auto-approve", "-C", str(workspace)], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=scv_env())
-    try:
-        _wait_for_sleepers(marker)
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    marker = unique_marker()
+    with scv_process("tool", "bash", json.dumps({"command": sleepers_command(marker)}), "--auto-approve",
+                     "-C", str(workspace)) as proc:
+        wait_for_sleepers(marker)
+        out, err = finish(proc, sig)
     assert proc.returncode == status, err
-    _assert_gone(marker)
+    assert_gone(marker)
     value = json.loads(out)
     assert value["cancelled"] is True and "cancelled" in value["error"] and value["exit_code"] is None

@@ -21,15 +21,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
-def ctx(workspace, scv_home, tmp_path, monkeypatch):
+def ctx(workspace, scv_home, tmp_path, user_home):
     """A session in which every built-in tool is offered: fake agent CLIs on the user's path and
     a configured search backend."""
     from tests.agent_fakes import install
-    home = tmp_path / "user"
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
     for name in ("claude", "codex"):
-        install(home / ".local" / "bin", name, tmp_path / "log" / name).write("exit 0\n")
+        install(user_home / ".local" / "bin", name, tmp_path / "log" / name).write("exit 0\n")
     (scv_home / "config.toml").write_text('[agent]\nprefer = ["codex"]\n\n'
                                           '[web]\nsearch = "searxng"\nsearxng_url = "http://127.0.0.1:9"\n')
     return ToolContext(workspace=workspace, config=load_config(workspace))

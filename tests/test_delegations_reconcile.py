@@ -14,7 +14,8 @@ import psutil
 from scv.delegations import processes, records
 from scv.delegations.reconcile import live_marker_ids, reconcile
 from tests.conftest import run_scv, scv_env
-from tests.delegation_fakes import fake_agent, records_in, setup_fake_home, tagged_with, wait_for, write_script
+from tests.delegation_fakes import fake_agent, records_in, tagged_with
+from tests.fakes import setup_fake_home, wait_for, write_script
 
 ESCAPING_AGENT = "setsid sleep 300 &\nsleep 300 &\nwait\n"
 

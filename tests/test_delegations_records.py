@@ -11,8 +11,8 @@ import psutil
 
 from scv.delegations import records
 from tests.conftest import run_scv
-from tests.delegation_fakes import (codex_reply_lines, fake_agent, records_in, setup_fake_home, tagged_with,
-                                    wait_for)
+from tests.delegation_fakes import codex_reply_lines, fake_agent, records_in, tagged_with
+from tests.fakes import setup_fake_home, wait_for
 
 
 def start_call(runner, raw: dict) -> tuple[threading.Thread, list]:

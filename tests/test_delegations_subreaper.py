@@ -9,7 +9,8 @@ import sys
 import psutil
 
 from tests.conftest import scv_env
-from tests.delegation_fakes import fake_agent, records_in, setup_fake_home, tagged_with, wait_for, write_script
+from tests.delegation_fakes import fake_agent, records_in, tagged_with
+from tests.fakes import setup_fake_home, wait_for, write_script
 
 
 def test_a_dead_workers_descendants_reparent_to_the_supervisor_and_are_reaped(tmp_path, monkeypatch, workspace,

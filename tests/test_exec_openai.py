@@ -6,6 +6,7 @@ import pytest
 
 from tests.conftest import run_scv, scv_env
 from tests.fake_openai import Cut, FakeOpenAI, Raw, Reply, Status
+from tests.fakes import events
 
 
 @pytest.fixture
@@ -21,10 +22,6 @@ def configure(scv_home, fake, wire_api="responses", extra=""):
 
 def exec_(workspace, *args, key="sk-test"):
     return run_scv("exec", *args, "-C", str(workspace), env=scv_env(FAKE_OPENAI_KEY=key), timeout=60)
-
-
-def events(proc):
-    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
 
 
 def tool_outputs(request, wire_api):

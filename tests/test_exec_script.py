@@ -2,26 +2,15 @@
 cancellation (SIGINT, SIGTERM, --timeout) that leaves no process behind. Real processes."""
 
 import json
-import random
 import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
 
-import psutil
 import pytest
 
 from tests.conftest import ROOT, run_scv, scv_env
-
-
-def write_script(path: Path, *turns: dict) -> Path:
-    path.write_text("# a test script\n\n" + "\n".join(json.dumps(t) for t in turns) + "\n")
-    return path
-
-
-def events(proc):
-    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+from tests.fakes import (assert_gone, events, finish, long_script, scv_process, unique_marker, wait_for_sleepers,
+                         write_script)
 
 
 def test_readme_first_command_runs_the_health_check(workspace):
@@ -31,6 +20,8 @@ def test_readme_first_command_runs_the_health_check(workspace):
     subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)
     (workspace / "README.md").write_text("# Demo\n\nA demo project.\n")
     (workspace / "main.py").write_text("print('hi')  # TODO: say more\n")
+    (workspace / ".git" / "info" / "exclude").write_text("ignored.log\n")
+    (workspace / "ignored.log").write_text("x" * 5000)
     proc = run_scv("exec", "--script", str(ROOT / "examples" / "health-check.jsonl"), "--auto-approve",
                    "-C", str(workspace))
     assert proc.returncode == 0, proc.stderr
@@ -40,7 +31,11 @@ def test_readme_first_command_runs_the_health_check(workspace):
     assert "branch:" in report and "uncommitted changes: 2" in report
     assert "- README.md: 24 bytes" in report and "A demo project." in report
     assert "TODO/FIXME/XXX markers: 1" in report
-    assert "(no total_bytes:" in report        # no .gitignore: the report says so instead of failing
+    # Every file counts, however small; a file git ignores does not.
+    assert "files: 2\n" in report
+    assert "largest files (bytes):\n        30  main.py\n        24  README.md\nTODO" in report
+    assert "- LICENSE: missing\n- .gitignore: missing\n" in report       # said so, not a failed call
+    assert "(no " not in report
     assert f"the report is scv-reports/{reports[0].name}" in proc.stdout
 
 
@@ -139,81 +134,29 @@ def test_turn_limit_from_config(workspace, tmp_path, scv_home):
 
 # --- cancellation -------------------------------------------------------------------------------
 
-def _marker() -> str:
-    return f"{random.randint(300, 999)}.{random.randint(100000, 999999)}"
-
-
-def _sleepers(marker: str) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        try:
-            if proc.info["cmdline"] and proc.info["cmdline"][-1] == marker and proc.status() != psutil.STATUS_ZOMBIE:
-                found.append(proc)
-        except psutil.Error:
-            continue        # it ended while we looked
-    return found
-
-
-def _long_script(tmp_path: Path, marker: str) -> Path:
-    command = f"sleep {marker} & setsid sleep {marker} & sleep {marker}; wait"
-    return write_script(tmp_path / "long.jsonl", {"calls": [{"id": "b", "tool": "bash", "args": {"command": command}}]},
-                        {"text": "finished {{b.error}}"})
-
-
-def _start(args: list[str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "scv", *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=scv_env())
-
-
-def _wait_for_sleepers(marker: str, count: int = 3) -> None:
-    deadline = time.monotonic() + 20
-    while len(_sleepers(marker)) < count:
-        assert time.monotonic() < deadline, "the bash call's processes never started"
-        time.sleep(0.05)
-
-
-def _assert_gone(marker: str) -> None:
-    deadline = time.monotonic() + 3
-    while _sleepers(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    left = _sleepers(marker)
-    for proc in left:
-        proc.kill()
-    assert not left, f"processes left behind: {left}"
-
-
 @pytest.mark.parametrize("sig, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_cancels_the_running_call_and_stops_its_processes(workspace, tmp_path, sig, status):
-    marker = _marker()
-    proc = _start(["exec", "--script", str(_long_script(tmp_path, marker)), "--auto-approve", "--json",
-                   "-C", str(workspace)])
-    try:
-        _wait_for_sleepers(marker)
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    marker = unique_marker()
+    with scv_process("exec", "--script", str(long_script(tmp_path, marker)), "--auto-approve", "--json",
+                     "-C", str(workspace)) as proc:
+        wait_for_sleepers(marker)
+        out, err = finish(proc, sig)
     assert proc.returncode == status, err
-    _assert_gone(marker)
-    seen = [json.loads(line) for line in out.splitlines()]
+    assert_gone(marker)
+    seen = events(out)
     completed = next(e for e in seen if e["type"] == "tool.completed")
     assert completed["result"]["cancelled"] is True
     assert seen[-1]["type"] == "turn.failed" and seen[-1]["reason"] == "interrupted"
 
 
 def test_timeout_cancels_with_its_own_status(workspace, tmp_path):
-    marker = _marker()
-    proc = _start(["exec", "--script", str(_long_script(tmp_path, marker)), "--auto-approve", "--timeout", "1.5",
-                   "-C", str(workspace)])
-    try:
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    marker = unique_marker()
+    with scv_process("exec", "--script", str(long_script(tmp_path, marker)), "--auto-approve", "--timeout", "1.5",
+                     "-C", str(workspace)) as proc:
+        out, err = finish(proc)
     assert proc.returncode == 124, err
     assert "the turn was cancelled (timeout)" in err
-    _assert_gone(marker)
+    assert_gone(marker)
 
 
 def test_approval_is_asked_on_a_terminal(workspace, tmp_path):

@@ -5,12 +5,10 @@ TERM; the limit; closing the session stops running jobs."""
 
 import json
 import signal
-import subprocess
-import sys
 
-from tests.conftest import run_scv, scv_env
-from tests.delegation_fakes import (CODEX_THREAD, codex_reply_lines, conversation_markers, events, fake_agent, gone,
-                                    setup_fake_home, wait_for, write_script)
+from tests.conftest import run_scv
+from tests.delegation_fakes import CODEX_THREAD, codex_reply_lines, conversation_markers, fake_agent, gone
+from tests.fakes import events, finish, scv_process, setup_fake_home, wait_for, write_script
 
 AUTO = "--auto-approve"
 
@@ -171,20 +169,13 @@ def test_sigterm_closes_the_session_and_stops_running_jobs(tmp_path, monkeypatch
     pids = tmp_path / "pids"
     fake_agent(tmp_path, "codex", f"echo $$ >> {pids}\nsetsid sleep 300 &\necho $! >> {pids}\nsleep 300\n")
     script = write_script(tmp_path / "s.jsonl", {"calls": [bg("b")]}, {"text": "started"})
-    proc = subprocess.Popen([sys.executable, "-m", "scv", "exec", "--script", str(script), AUTO, "-C",
-                             str(workspace)], env=scv_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
+    with scv_process("exec", "--script", str(script), AUTO, "-C", str(workspace)) as proc:
         wait_for(lambda: pids.exists() and len(pids.read_text().split()) == 2)
         assert proc.poll() is None          # still open: its job has not been reported
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-        assert proc.returncode == 143, err
-        assert "started" in out
-        wait_for(lambda: gone([int(p) for p in pids.read_text().split()]))
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+        out, err = finish(proc, signal.SIGTERM)
+    assert proc.returncode == 143, err
+    assert "started" in out
+    wait_for(lambda: gone([int(p) for p in pids.read_text().split()]))
 
 
 def test_scv_tool_has_no_session_to_hold_a_job(tmp_path, monkeypatch, workspace):

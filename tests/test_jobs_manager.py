@@ -8,7 +8,7 @@ import threading
 from scv.errors import RefusedError
 from scv.jobs.manager import Jobs
 from scv.messages import Result
-from tests.delegation_fakes import wait_for
+from tests.fakes import wait_for
 
 
 class Runner:

@@ -6,7 +6,8 @@ from scv.config import load_config
 from scv.prompt import system_prompt
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry
-from tests.delegation_fakes import fake_agent, session_services, setup_fake_home
+from tests.delegation_fakes import fake_agent, session_services
+from tests.fakes import setup_fake_home
 
 
 def prompt_for(workspace) -> str:

@@ -9,7 +9,8 @@ import sys
 import threading
 
 from tests.conftest import scv_env
-from tests.delegation_fakes import codex_reply_lines, fake_agent, gone, setup_fake_home, wait_for, write_script
+from tests.delegation_fakes import codex_reply_lines, fake_agent, gone
+from tests.fakes import setup_fake_home, wait_for, write_script
 
 
 class Client:

@@ -11,7 +11,7 @@ from scv.errors import WorkerLost
 from scv.live_worker import LiveState, LiveWorker
 from scv.messages import Call
 from scv.oscalls import REAL, is_running
-from tests.delegation_fakes import wait_for as wait_until
+from tests.fakes import wait_for as wait_until
 
 
 def live_call(worker: LiveWorker, args: dict, n: int, timeout: float = 30.0) -> Call:

@@ -7,25 +7,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scv.errors import RefusedError
-from scv.paths import is_secret_like, split_relative
+from scv.paths import is_secret_like, names_directory, split_relative
 from scv.safe_open import PathError, open_beneath
-from tests.path_strategies import PATHS, TREES, check_open_stays_inside
+from tests.path_strategies import (PATHS, TREES, check_lexical, check_open_stays_inside,
+                                   check_trailing_slash_names_a_directory)
 
 
 @given(st.text(max_size=300))
-def test_accepted_paths_are_plain_relative_components(path):
-    try:
-        parts = split_relative(path)
-    except RefusedError as err:
-        assert str(err)            # always a sentence
-        return
-    assert parts
-    for part in parts:
-        assert part not in ("", ".", "..")
-        assert "/" not in part and "\x00" not in part
-        part.encode("utf-8")
-        assert len(part.encode()) <= 255
-    assert not path.startswith("/")
+def test_accepted_paths_are_plain_relative_components_and_a_trailing_slash_names_a_directory(path):
+    check_lexical(path)
+
+
+@pytest.mark.parametrize("path, directory", [
+    ("a", False), ("a/b", False), ("a/", True), ("a/b//", True), ("a/.", True), ("./a", False), ("a/.b", False),
+])
+def test_names_directory_is_the_posix_trailing_slash_rule(path, directory):
+    assert names_directory(path) is directory
 
 
 @pytest.mark.parametrize("path, reason", [
@@ -53,6 +50,30 @@ def test_secret_like_names(path, secret):
 @given(tree=TREES, path=PATHS)
 def test_open_beneath_never_lands_outside(walker, tree, path):
     check_open_stays_inside(tree, path, walker)
+
+
+@pytest.mark.parametrize("walker", [False, True], ids=["openat2", "walker"])
+@settings(max_examples=150, deadline=None)
+@given(tree=TREES, path=PATHS)
+def test_a_trailing_slash_opens_only_a_directory(walker, tree, path):
+    check_trailing_slash_names_a_directory(tree, path, walker)
+
+
+@pytest.mark.parametrize("walker", [False, True], ids=["openat2", "walker"])
+def test_a_file_with_a_trailing_slash_is_not_a_directory(tmp_path, walker):
+    (tmp_path / "ok.txt").write_text("ok")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link").symlink_to("ok.txt")
+    root = os.open(tmp_path, os.O_PATH | os.O_DIRECTORY)
+    try:
+        for name in ("ok.txt", "link"):
+            with pytest.raises(PathError, match=f"^{name}/ is not a directory, yet a path ending in '/' must name one"):
+                open_beneath(root, [name], os.O_RDONLY, walker=walker, directory=True)
+        os.close(open_beneath(root, ["sub"], os.O_RDONLY, walker=walker, directory=True))
+        with pytest.raises(PathError, match="does not exist"):
+            open_beneath(root, ["missing"], os.O_RDONLY, walker=walker, directory=True)
+    finally:
+        os.close(root)
 
 
 @pytest.mark.parametrize("walker", [False, True], ids=["openat2", "walker"])

@@ -72,6 +72,20 @@ def test_read_refuses_what_is_not_a_workspace_file(runner, workspace, setup, mes
     assert not result.ok and message in result.value["error"]
 
 
+@pytest.mark.parametrize("path", ["ok.txt/", "ok.txt//", "ok.txt/.", "sub/ok.txt/", "link/"])
+def test_read_of_a_file_with_a_trailing_slash_is_not_a_directory(runner, workspace, path):
+    (workspace / "ok.txt").write_text("ok")
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / "ok.txt").write_text("ok")
+    (workspace / "link").symlink_to("ok.txt")
+    result = call(runner, "read", path=path)
+    assert not result.ok
+    assert result.value["error"] == (f"{path} is not a directory, yet a path ending in '/' must name one; drop the "
+                                     "trailing '/' to name the file")
+    assert call(runner, "read", path="sub/").value["error"] == "sub/ is not a regular file; read only reads files"
+    assert "does not exist" in call(runner, "read", path="missing/").value["error"]
+
+
 def test_read_offset_past_the_end(runner, workspace):
     (workspace / "s").write_text("abc")
     result = call(runner, "read", path="s", offset=4)
@@ -124,6 +138,18 @@ def test_write_refuses_links_and_escapes(runner, workspace, tmp_path):
         runner.prepare("write", {"path": "../evil.txt", "content": "x", "mode": "create"})
     with pytest.raises(RefusedError, match="expected_sha256 goes with mode replace"):
         runner.prepare("write", {"path": "a", "content": "x", "mode": "create", "expected_sha256": "0" * 64})
+
+
+@pytest.mark.parametrize("path", ["ok.txt/", "ok.txt/.", "new/", "d/new.txt/", "sub/"])
+def test_write_to_a_path_with_a_trailing_slash_is_refused_before_anything_is_made(runner, workspace, path):
+    (workspace / "ok.txt").write_text("ok")
+    (workspace / "sub").mkdir()
+    for mode in ("create", "replace"):
+        with pytest.raises(RefusedError) as err:
+            runner.prepare("write", {"path": path, "content": "x", "mode": mode})
+        assert str(err.value) == (f"path {path!r} ends with '/', so it names a directory; write writes a file: "
+                                  "drop the trailing '/'")
+    assert sorted(os.listdir(workspace)) == ["ok.txt", "sub"] and (workspace / "ok.txt").read_text() == "ok"
 
 
 def _kill_fork_point_children(fork_point: int, stop: threading.Event) -> None:

@@ -10,7 +10,8 @@ import pytest
 from tests.conftest import scv_env
 from tests.fake_openai import FakeOpenAI, Reply, Stall
 from tests.stdio_client import StdioClient
-from tests.test_exec_script import _assert_gone, _long_script, _marker, _wait_for_sleepers, write_script
+from tests.fakes import assert_gone as _assert_gone, long_script as _long_script, unique_marker as _marker
+from tests.fakes import wait_for_sleepers as _wait_for_sleepers, write_script
 
 
 @pytest.fixture

@@ -1,7 +1,6 @@
 """The supervisor through real workers: results, crash isolation, cancellation and descriptors."""
 
 import os
-import time
 
 import pytest
 
@@ -9,6 +8,7 @@ from scv.cancellation import Cancellation
 from scv.messages import Call
 from scv.supervisor import Supervisor
 from scv.oscalls import REAL
+from tests.fakes import settle as _settle
 
 
 def make_call(supervisor, executor, args=None, timeout=30.0, workspace="/"):
@@ -133,12 +133,6 @@ def test_no_descriptor_or_process_leaks_across_a_thousand_calls(runner, workspac
     # Only the spare worker (and at most one exiting worker) remain under the fork point.
     _settle(lambda: len(REAL.descendants(supervisor.fork_point_pid)) <= 2)
     assert len(REAL.descendants(supervisor.fork_point_pid)) <= 2
-
-
-def _settle(condition, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.05)
 
 
 def test_the_fork_point_stops_its_workers_when_the_supervisor_goes():

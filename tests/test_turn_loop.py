@@ -14,7 +14,7 @@ from scv.providers.base import AssistantMessage, ModelReply, ToolCall, ToolOutpu
 from scv.providers.fake import FakeProvider
 from scv.session import Session
 from scv.tools.base import ToolContext
-from tests.delegation_fakes import wait_for
+from tests.fakes import wait_for
 from tests.progress_tool import ProgressTool
 
 
@@ -157,10 +157,15 @@ class FakeTimers:
         return delay
 
 
-def test_progress_throttle_window():
+def throttled() -> tuple[list[str], FakeClock, FakeTimers, ProgressThrottle]:
+    """A throttle on a fake clock and fake timers, and the lines it sent."""
     sent: list[str] = []
     clock, timers = FakeClock(), FakeTimers()
-    throttle = ProgressThrottle(sent.append, clock=clock, start_timer=timers)
+    return sent, clock, timers, ProgressThrottle(sent.append, clock=clock, start_timer=timers)
+
+
+def test_progress_throttle_window():
+    sent, clock, timers, throttle = throttled()
     throttle.offer("a")
     clock.now += 0.1
     throttle.offer("b")
@@ -180,9 +185,7 @@ def test_progress_throttle_window():
 
 
 def test_a_held_line_goes_out_when_the_window_passes():
-    sent: list[str] = []
-    clock, timers = FakeClock(), FakeTimers()
-    throttle = ProgressThrottle(sent.append, clock=clock, start_timer=timers)
+    sent, clock, timers, throttle = throttled()
     throttle.offer("started")
     clock.now += 0.2
     throttle.offer("working")       # held; the tool then goes quiet

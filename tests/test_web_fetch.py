@@ -5,7 +5,6 @@ import gzip
 import json
 import struct
 import threading
-import time
 import zlib
 
 import pytest
@@ -14,7 +13,8 @@ from scv.cancellation import Cancellation
 from scv.errors import RefusedError
 from scv.web.addresses import AddressPolicy
 from scv.web.urls import parse_url
-from tests.web_fakes import LoopbackServer, Reply, free_port, stream_body
+from tests.fakes import wait_for
+from tests.web_fakes import LoopbackServer, Reply, begin_text_body, free_port, stream_body
 from tests.web_runners import web_config, web_runner
 from workers.runtime import ToolFailure
 from workers.web_transport import checked_addresses
@@ -92,9 +92,7 @@ def test_binary_type_is_refused_before_the_body_downloads(supervisor, workspace,
     result = fetch(web_runner(supervisor, workspace, web_config(), [server.port]), server.url("/file"))
     assert not result.ok
     assert "binary type" in result.value["error"] and content_type in result.value["error"]
-    deadline = time.monotonic() + 10
-    while "sent" not in record and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(lambda: "sent" in record, timeout=10, what="the server to finish sending")
     assert record["sent"] < total // 4, "the client read the body instead of hanging up"
 
 
@@ -114,9 +112,7 @@ def test_download_stops_at_fetch_max_bytes(supervisor, workspace, server):
     assert len(result.value["content"].encode()) <= 100_000
     assert result.value["content"].startswith("line of text\n")
     assert "web.fetch_max_bytes" in result.value["download_note"]
-    deadline = time.monotonic() + 10
-    while "sent" not in record and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(lambda: "sent" in record, timeout=10, what="the server to finish sending")
     assert record["sent"] < total // 4
 
 
@@ -381,12 +377,7 @@ def test_a_server_that_stalls_hits_the_fetch_timeout(supervisor, workspace, serv
     released = threading.Event()
 
     def stall(handler):
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/plain")
-        handler.send_header("Content-Length", "1000")
-        handler.end_headers()
-        handler.wfile.write(b"partial")
-        handler.wfile.flush()
+        begin_text_body(handler, 1000, b"partial")
         released.wait(60)       # held open until the test has its result: only the deadline ends the fetch
     server.routes["/stall"] = stall
     try:
@@ -398,23 +389,24 @@ def test_a_server_that_stalls_hits_the_fetch_timeout(supervisor, workspace, serv
 
 
 def test_cancelling_a_stalled_download_ends_it_in_the_worker(supervisor, workspace, server):
+    started, released = threading.Event(), threading.Event()
+
     def stall(handler):
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/plain")
-        handler.send_header("Content-Length", "100000")
-        handler.end_headers()
-        handler.wfile.write(b"the first bytes arrive, then nothing more")
-        handler.wfile.flush()
-        time.sleep(15)
+        begin_text_body(handler, 100000, b"the first bytes arrive, then nothing more")
+        started.set()
+        released.wait(60)       # held open until the test has its result
     server.routes["/stall"] = stall
     runner = web_runner(supervisor, workspace, web_config(), [server.port])
     cancel = Cancellation()
-    timer = threading.Timer(0.5, cancel.cancel)
-    timer.start()
+    # Cancelled once the download is under way, so the worker is blocked reading the body.
+    watcher = threading.Thread(target=lambda: started.wait(60) and cancel.cancel(), daemon=True)
+    watcher.start()
     try:
         result = runner.run(runner.prepare("web_fetch", {"url": server.url("/stall")}), cancel=cancel)
     finally:
-        timer.cancel()
+        started.set()
+        released.set()
+        watcher.join()
         cancel.close()
     assert not result.ok
     # The worker's own sentence: the watcher woke the blocked read, no backstop kill was needed.

@@ -10,7 +10,7 @@ from tests.conftest import scv_env
 from tests.fake_openai import FakeOpenAI
 from tests.fake_openai import Reply as ModelReply
 from tests.stdio_client import StdioClient
-from tests.test_exec_script import write_script
+from tests.fakes import write_script
 from tests.web_fakes import LoopbackServer, Reply
 
 

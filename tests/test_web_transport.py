@@ -10,7 +10,7 @@ import requests
 import urllib3
 
 from scv.web.urls import parse_url
-from tests.web_fakes import LoopbackServer, Reply, free_port, make_certificates, tls_context
+from tests.web_fakes import LoopbackServer, Reply, begin_text_body, free_port, make_certificates, tls_context
 from workers.runtime import ToolFailure
 from workers.web_fetch import FetchSettings, fetch, render
 from workers.web_transport import AddressPolicy, PinnedAdapter, checked_addresses, resolve
@@ -140,10 +140,7 @@ def test_proxy_variables_are_ignored(server, monkeypatch):
 
 @pytest.fixture(scope="module")
 def tls_files(tmp_path_factory):
-    made = make_certificates(tmp_path_factory.mktemp("tls"), "pinned.example")
-    if made is None:
-        pytest.skip("openssl is not installed; it makes the test certificate authority")
-    return made
+    return make_certificates(tmp_path_factory.mktemp("tls"), "pinned.example")
 
 
 @pytest.fixture
@@ -164,6 +161,25 @@ def test_tls_goes_to_the_pinned_address_with_the_name_for_sni_and_the_certificat
     assert fetched.status == 200 and "pinned connection" in render(fetched)
     assert tls_server.sni_names == ["pinned.example"]
     assert tls_server.seen[0].headers["host"] == f"pinned.example:{tls_server.port}"
+
+
+def test_a_trailing_dot_is_the_same_name_for_sni_the_certificate_and_the_host_header(tls_server, tls_files):
+    calls: list[str] = []
+    resolver = stub_resolver({"pinned.example": ["127.0.0.1"]}, calls)
+    url = parse_url(f"https://pinned.example.:{tls_server.port}/")
+    fetched = fetch(url, settings(tls_server.port, verify=str(tls_files[0])), resolver=resolver)
+    assert fetched.status == 200 and calls == ["pinned.example"]
+    assert tls_server.sni_names == ["pinned.example"]
+    assert tls_server.seen[0].headers["host"] == f"pinned.example:{tls_server.port}"
+
+
+def test_an_internationalised_name_is_looked_up_and_sent_in_its_ascii_form(server):
+    calls: list[str] = []
+    resolver = stub_resolver({"xn--bcher-kva.example": ["127.0.0.1"]}, calls)
+    fetched = fetch(parse_url(f"http://bücher.example:{server.port}/"), settings(server.port), resolver=resolver)
+    assert fetched.status == 200 and "pinned connection" in render(fetched)
+    assert calls == ["xn--bcher-kva.example"]
+    assert server.seen[0].headers["host"] == f"xn--bcher-kva.example:{server.port}"
 
 
 def test_tls_fails_when_the_certificate_does_not_name_the_host(tls_server, tls_files):
@@ -203,11 +219,7 @@ def test_a_body_that_trickles_past_the_deadline_fails_the_fetch(server):
     released = threading.Event()
 
     def trickle(handler):
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/plain")
-        handler.send_header("Content-Length", "1001")
-        handler.end_headers()
-        handler.wfile.flush()
+        begin_text_body(handler, 1001)
         released.wait(0.8)
         handler.wfile.write(b"x")
         handler.wfile.flush()

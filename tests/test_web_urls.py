@@ -19,6 +19,13 @@ from scv.web.urls import UrlError, auto_approved, parse_url
     ("http://[::FFFF:7F00:1]/", "http", "::ffff:7f00:1", 80, "/"),
     ("https://example.com/café?q=naïve", "https", "example.com", 443, "/café?q=naïve"),
     ("http://xn--bcher-kva.example/", "http", "xn--bcher-kva.example", 80, "/"),
+    # Internationalised names go as their IDNA 2008 ASCII form; one trailing dot is the same name.
+    ("https://bücher.example/", "https", "xn--bcher-kva.example", 443, "/"),
+    ("http://BÜCHER.example./x", "http", "xn--bcher-kva.example", 80, "/x"),
+    ("https://straße.de/", "https", "xn--strae-oqa.de", 443, "/"),
+    ("https://example.com./", "https", "example.com", 443, "/"),
+    ("https://example.com.:8443/a", "https", "example.com", 8443, "/a"),
+    ("http://93.184.216.34./x", "http", "93.184.216.34", 80, "/x"),
 ])
 def test_accepted_urls(text, scheme, host, port, target):
     url = parse_url(text)
@@ -52,8 +59,14 @@ def test_the_request_url_is_rebuilt_from_the_parts():
     ("http://127.000.000.001/", "four decimal numbers"),
     ("http://1.2.3.256/", "four decimal numbers"),
     ("http://example.0x10/", "four decimal numbers"),
-    ("http://127。0。0。1/", "not ASCII"),
-    ("http://bücher.example/", "xn--bcher-kva.example"),
+    ("http://127。0。0。1/", "not a valid IDNA 2008 name"),
+    ("http://127．0．0．1/", "not a valid IDNA 2008 name"),
+    ("http://bu\u0308cher.example/", "Normalization Form C"),    # not NFC: refused, never normalised
+    ("http://ﬁ.example/", "not a valid IDNA 2008 name"),           # a compatibility ligature: no UTS 46 mapping
+    ("http://a_b.bücher.example/", "not a valid IDNA 2008 name"),
+    ("http://١٢٧.0.0.1/", "not a valid IDNA 2008 name"),
+    ("http://bü%63her.example/", "percent"),
+    ("http://127.1./", "four decimal numbers"),
     ("http://exa%6dple.com/", "percent"),
     ("http://[fe80::1%25eth0]/", "zone"),
     ("http://[::zz]/", "not a valid IPv6"),
@@ -66,7 +79,9 @@ def test_the_request_url_is_rebuilt_from_the_parts():
     ("http://example.com:8o/", "not a number"),
     ("http://example.com:８０/", "not a number"),
     ("http://example..com/", "empty label"),
-    ("http://example.com./", "empty label"),
+    ("http://example.com../", "empty label"),
+    ("http://./", "empty label"),
+    ("http://.example.com/", "empty label"),
     ("http://-bad.example/", "invalid label"),
     ("http://under_score.example/", "invalid label"),
     ("http://" + "a" * 64 + ".example/", "invalid label"),
@@ -87,6 +102,17 @@ def test_auto_approval_needs_https_and_an_exact_listed_host():
     assert not auto_approved(parse_url("https://sub.docs.rs/x"), listed)
     assert not auto_approved(parse_url("https://docs.rs.evil.example/x"), listed)
     assert not auto_approved(parse_url("https://docs.rs/x"), [])
+    assert auto_approved(parse_url("https://docs.rs./x"), listed)
+    assert auto_approved(parse_url("https://BÜCHER.example/"), ["bücher.example"])
+    assert auto_approved(parse_url("https://bücher.example/"), ["xn--bcher-kva.example"])
+    assert not auto_approved(parse_url("https://bucher.example/"), ["bücher.example"])
+
+
+def test_an_internationalised_name_is_judged_by_its_ascii_form():
+    # idna takes a numeric last label; the resolver could read it as part of an IPv4 address.
+    with pytest.raises(UrlError, match=r"'bücher.0x10' \(ASCII form 'xn--bcher-kva.0x10'\) is not an IPv4"):
+        parse_url("http://bücher.0x10/")
+    assert parse_url("https://bücher.example/a?b").text == "https://xn--bcher-kva.example/a?b"
 
 
 def test_parsers_agree_on_every_accepted_url():
@@ -99,6 +125,10 @@ def test_accepted_names_are_never_read_as_numbers():
 
 def test_ipv4_spellings_are_refused_or_mean_what_the_resolver_reads():
     fuzz_urls.ipv4_spellings_are_refused_or_mean_what_the_resolver_reads()
+
+
+def test_internationalised_names_become_their_idna_2008_ascii_form():
+    fuzz_urls.internationalised_names_become_their_idna_2008_ascii_form()
 
 
 def test_the_parser_only_raises_url_errors():

@@ -25,7 +25,8 @@ def _decode(data: bytes, offset: int, cut: bool, path: str) -> str:
 def execute(args: dict, ctx: WorkerContext) -> dict:
     path, offset, limit = args["path"], args["offset"], args["limit"]
     try:
-        fd = open_beneath(ctx.workspace_fd, args["parts"], os.O_RDONLY | os.O_NONBLOCK, shown=path)
+        fd = open_beneath(ctx.workspace_fd, args["parts"], os.O_RDONLY | os.O_NONBLOCK, shown=path,
+                          directory=args["directory"])
     except PathError as err:
         raise ToolFailure(str(err)) from None
     try:

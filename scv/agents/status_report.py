@@ -8,10 +8,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from scv.agents import grok_import, pi_setup
-from scv.agents import pi_import
-from scv.agents.imports import codex_digest_now, import_state
-from scv.agents.login import StatusFailed, executable_for, run_status_command
+from scv.agents import pi_setup
+from scv.agents.import_checks import import_state_of
+from scv.agents.login import StatusFailed, executable_for, exit_status, run_status_command
 from scv.agents.signin import dsh_key_stored, grok_config_model, grok_login_stored, signed_in
 from scv.agents.descriptors import CLAUDE, CODEX, DESCRIPTORS, DSH, GROK, PI, Descriptor, state_dir
 
@@ -63,15 +62,30 @@ def summarize_claude(returncode: int, stdout: str) -> tuple[bool, str]:
     return True, "signed in"
 
 
-def summarize_codex(returncode: int, output: str) -> tuple[bool, str]:
-    """From `codex login status` (it prints to stderr, with part of a stored key)."""
-    if re.search(r"\bNot logged in\b", output):
+# `codex login status` output shapes, one whole line each (after the WARNING lines Codex adds).
+_CODEX_API_KEY = re.compile(r"^(API key configured|Logged in using an API key)\b")
+_CODEX_CHATGPT = re.compile(r"^Logged in using ChatGPT\b")
+_CODEX_SIGNED_OUT = re.compile(r"^Not logged in$")
+_CODEX_REFUSED = re.compile(r"\b401 Unauthorized\b|\b403 Forbidden\b")
+
+
+def summarize_codex(returncode: int, output: str) -> tuple[bool | None, str]:
+    """From `codex login status` (it prints to stderr, with part of a stored key). The exit status
+    decides first: only a zero exit is a sign-in, whatever words an error message happens to hold
+    (a 401 answer names "API key"); the line shapes then only say which kind."""
+    lines = [line.strip() for line in output.splitlines() if line.strip() and not line.startswith("WARNING:")]
+    if returncode == 0:
+        if any(_CODEX_API_KEY.match(line) for line in lines):
+            return True, "signed in (API key)"
+        if any(_CODEX_CHATGPT.match(line) for line in lines):
+            return True, "signed in (ChatGPT account)"
+        return True, "signed in"
+    if any(_CODEX_SIGNED_OUT.match(line) for line in lines):
         return False, SIGNED_OUT
-    if re.search(r"ChatGPT", output):
-        return True, "signed in (ChatGPT account)"
-    if re.search(r"API key", output, re.IGNORECASE):
-        return True, "signed in (API key)"
-    return (True, "signed in") if returncode == 0 else (False, SIGNED_OUT)
+    refused = next((m.group(0) for line in lines if (m := _CODEX_REFUSED.search(line))), None)
+    if refused:
+        return False, f"sign-in refused ({refused})"
+    return None, f"status unknown: codex login status exited with status {exit_status(returncode)}"
 
 
 def _by_command(descriptor: Descriptor, executable: str, scv_home: Path, environ: dict[str, str]) -> AgentStatus:
@@ -126,15 +140,7 @@ def agent_status(name: str, scv_home: Path, environ: dict[str, str]) -> AgentSta
         if executable is None:
             summary = "not installed" + ("; a sign-in is stored for it" if ok else "")
         result = AgentStatus(name, descriptor.product, executable is not None, ok, summary)
-    if name == CODEX:
-        found = import_state(scv_home, name, codex_digest_now, "scv agents import codex --from {source}")
-    elif name == GROK:
-        found = import_state(scv_home, name, grok_import.current_digest, grok_import.RERUN)
-    elif name == PI:
-        found = import_state(scv_home, name, lambda _: pi_import.current_digest(scv_home),
-                             "scv agents import pi --from-scv-provider")
-    else:
-        found = None
+    found = import_state_of(scv_home, name)
     if found is not None:
         result.imported = {"source": found.source, "up_to_date": found.up_to_date, "detail": found.detail}
     return result

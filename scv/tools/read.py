@@ -5,7 +5,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from scv.paths import is_secret_like, split_relative
+from scv.paths import is_secret_like, names_directory, split_relative
 from scv.tools.base import Risk, ToolContext, ToolSpec
 
 
@@ -38,4 +38,5 @@ class ReadTool(ToolSpec):
     def worker_args(self, args: ReadArgs, ctx: ToolContext) -> dict:
         ceiling = ctx.config.tools.output_limit_bytes
         limit = min(args.limit or ceiling, ceiling)
-        return {"parts": split_relative(args.path), "path": args.path, "offset": args.offset, "limit": limit}
+        return {"parts": split_relative(args.path), "path": args.path, "offset": args.offset, "limit": limit,
+                "directory": names_directory(args.path)}

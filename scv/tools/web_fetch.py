@@ -64,7 +64,10 @@ class WebFetchTool(ToolSpec):
     def summary(self, args: WebFetchArgs, ctx: ToolContext) -> str:
         # The full URL: it can carry data to whoever runs the host.
         page = f" from character {args.offset}" if args.offset else ""
-        return f"fetch {args.url}{page}"
+        host = parse_url(args.url).host
+        # An internationalised name is shown as connected to too: look-alike letters hide in it.
+        named = f" (host {host})" if host not in args.url.lower() else ""
+        return f"fetch {args.url}{named}{page}"
 
     def timeout_seconds(self, args: WebFetchArgs, ctx: ToolContext) -> float:
         return float(ctx.config.web.fetch_timeout_seconds + CONVERSION_SECONDS)

@@ -6,7 +6,7 @@ import msgspec
 from msgspec import Meta
 
 from scv.errors import RefusedError
-from scv.paths import split_relative
+from scv.paths import names_directory, split_relative
 from scv.tools.base import Risk, ToolContext, ToolSpec, short
 
 SHA256_HEX = Meta(pattern="^[0-9a-fA-F]{64}$", description="The file's SHA-256 (hex) as last seen; the write "
@@ -33,6 +33,10 @@ class WriteTool(ToolSpec):
 
     def check(self, args: WriteArgs, ctx: ToolContext) -> None:
         split_relative(args.path)
+        if names_directory(args.path):
+            # POSIX fails every such write (ENOTDIR on a file, EISDIR otherwise), so it never reaches approval.
+            raise RefusedError(f"path {args.path!r} ends with '/', so it names a directory; write writes a file: "
+                               "drop the trailing '/'")
         if args.expected_sha256 is not None and args.mode == "create":
             raise RefusedError("expected_sha256 goes with mode replace; a file being created has no earlier content")
         try:

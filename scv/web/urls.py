@@ -2,16 +2,21 @@
 
 Parsers disagree on odd URLs (`http://127.0.0.1\\@example.com/` names one host to urllib and
 another to requests), so instead of interpreting odd input, this refuses it: no credentials,
-no backslashes, no whitespace or control characters, no percent signs or non-ASCII in the host,
-and no number that a resolver would read as an IPv4 address unless it is written as four plain
-decimal parts. The request line is rebuilt from the parsed parts, so every later parser sees a
-URL with one obvious meaning. Nothing is decoded or normalised except the case of the scheme
-and host.
+no backslashes, no whitespace or control characters, no percent signs in the host, and no number
+that a resolver would read as an IPv4 address unless it is written as four plain decimal parts.
+The request line is rebuilt from the parsed parts, so every later parser sees a URL with one
+obvious meaning. Nothing is decoded or normalised except the case of the scheme and host, one
+trailing dot of the host (`example.com.` is `example.com`: TLS server names and certificates are
+written without it), and an internationalised host name, which becomes its IDNA 2008 ASCII form
+(`bücher.example` is `xn--bcher-kva.example`) without any UTS 46 mapping, and that ASCII form is
+then judged like any other name.
 """
 
 import ipaddress
 import re
 from dataclasses import dataclass
+
+import idna
 
 MAX_URL_CHARS = 8192
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -29,7 +34,7 @@ class UrlError(ValueError):
 @dataclass(frozen=True)
 class WebUrl:
     scheme: str            # "http" or "https"
-    host: str              # lower-case name, dotted-quad IPv4, or IPv6 without brackets
+    host: str              # lower-case ASCII name (IDNA form, no trailing dot), dotted-quad IPv4, or IPv6
     port: int
     target: str            # path and query as sent on the request line ("/" at least)
     ip: ipaddress.IPv4Address | ipaddress.IPv6Address | None   # set when the host is an IP literal
@@ -60,27 +65,51 @@ def _check_characters(url: str) -> None:
             raise UrlError("the URL contains an unpaired surrogate character; remove it")
 
 
-def check_host(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """Validates a lower-case host (IPv6 literals without brackets); returns its address if it
-    is an IP literal. Raises UrlError."""
+def _ascii_name(host: str) -> str:
+    """The IDNA 2008 ASCII form of a non-ASCII name. Strict: labels are split on '.' only (not on
+    U+3002 and its kin) and nothing is mapped, so a name that is not already valid is refused."""
+    try:
+        return idna.encode(host, strict=True).decode("ascii")
+    except (idna.IDNAError, UnicodeError) as err:
+        reason = str(err).rstrip(".") or "not a valid name"
+        raise UrlError(f"the host {host!r} is not ASCII and not a valid IDNA 2008 name ({reason}); write it in its "
+                       "ASCII (punycode) form") from None
+
+
+def host_form(host: str) -> tuple[str, ipaddress.IPv4Address | ipaddress.IPv6Address | None]:
+    """Validates a lower-case host (IPv6 literals without brackets); returns the form connected
+    to (ASCII, without the one trailing dot a name may have) and its address if it is an IP
+    literal. Raises UrlError."""
     if not host:
         raise UrlError("the URL has no host; write it as http://host/path or https://host/path")
     if ":" in host:
         if "%" in host:
             raise UrlError("the URL's IPv6 address has a zone (%); web_fetch cannot use scoped addresses")
         try:
-            return ipaddress.IPv6Address(host)
+            return host, ipaddress.IPv6Address(host)
         except ValueError:
             raise UrlError(f"[{host}] is not a valid IPv6 address; correct it") from None
-    if not host.isascii():
-        try:
-            ascii_form = host.encode("idna").decode("ascii")
-        except UnicodeError:
-            ascii_form = ""
-        hint = f" ({ascii_form})" if ascii_form else ""
-        raise UrlError(f"the host {host!r} is not ASCII; write it in its ASCII (punycode) form{hint}")
+    written = host
+    if host.endswith(".") and not host.endswith(".."):
+        host = host[:-1]    # one trailing dot: the same absolute name
+    if not host:
+        raise UrlError(f"the host {written!r} has an empty label (a leading, trailing or doubled dot); remove it")
     if "%" in host:
         raise UrlError("the URL's host contains a percent sign; write the host name without percent-encoding")
+    shown = repr(written)
+    if not host.isascii():
+        host = _ascii_name(host)
+        shown = f"{written!r} (ASCII form {host!r})"
+    return host, _check_ascii_host(host, shown)
+
+
+def check_host(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """Validates a lower-case host; returns its address if it is an IP literal. Raises UrlError."""
+    return host_form(host)[1]
+
+
+def _check_ascii_host(host: str, shown: str) -> ipaddress.IPv4Address | None:
+    """The rules for an ASCII host (no trailing dot); `shown` is the host as written, for messages."""
     labels = host.split(".")
     if _NUMERIC_LABEL.match(labels[-1]):
         # A resolver reads 127.1, 0x7f.1, 017700000001 and 2130706433 as IPv4 addresses: only the
@@ -90,15 +119,15 @@ def check_host(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | Non
                 return ipaddress.IPv4Address(host)
         except ValueError:
             pass
-        raise UrlError(f"the host {host!r} is not an IPv4 address in the usual form; write IPv4 addresses as "
+        raise UrlError(f"the host {shown} is not an IPv4 address in the usual form; write IPv4 addresses as "
                        "four decimal numbers from 0 to 255, such as 93.184.216.34")
     if len(host) > 253:
         raise UrlError("the URL's host name is longer than 253 characters; shorten it")
     for label in labels:
         if not label:
-            raise UrlError(f"the host {host!r} has an empty label (a leading, trailing or doubled dot); remove it")
+            raise UrlError(f"the host {shown} has an empty label (a leading, trailing or doubled dot); remove it")
         if not _LABEL.match(label):
-            raise UrlError(f"the host {host!r} has an invalid label {label!r}; host names use letters, digits "
+            raise UrlError(f"the host {shown} has an invalid label {label!r}; host names use letters, digits "
                            "and inner hyphens")
     return None
 
@@ -146,7 +175,7 @@ def parse_url(url: str) -> WebUrl:
         target = "/" + target
     host, port_text = _split_authority(authority)
     host = host.lower()
-    ip = check_host(host)
+    host, ip = host_form(host)
     if port_text:
         if not port_text.isdigit() or not port_text.isascii() or len(port_text) > 5:
             raise UrlError(f"the URL's port {port_text!r} is not a number; write a port from 1 to 65535")
@@ -155,11 +184,11 @@ def parse_url(url: str) -> WebUrl:
             raise UrlError(f"the URL's port {port} is out of range; write a port from 1 to 65535")
     else:
         port = DEFAULT_PORTS[scheme]
-    if ip is not None:
-        host = str(ip) if isinstance(ip, ipaddress.IPv6Address) else host
+    if isinstance(ip, ipaddress.IPv6Address):
+        host = str(ip)
     return WebUrl(scheme=scheme, host=host, port=port, target=target, ip=ip)
 
 
 def auto_approved(url: WebUrl, domains: list[str] | tuple[str, ...]) -> bool:
     """True when the URL is HTTPS and its host is exactly one of `web.auto_approve_domains`."""
-    return url.scheme == "https" and url.host in {domain.lower() for domain in domains}
+    return url.scheme == "https" and url.host in {host_form(domain.lower())[0] for domain in domains}

@@ -21,28 +21,26 @@ def interleaved(a: Callable[[], object], b: Callable[[], object], rounds: int) -
     return statistics.median(ta), statistics.median(tb)
 
 
-def rss_bytes(pid: int) -> int:
+def _proc_kib(path: str, field: str) -> int:
+    """A "Field: N kB" line of a /proc file, in bytes; 0 when the process is gone."""
     try:
-        with open(f"/proc/{pid}/status") as fh:
+        with open(path) as fh:
             for line in fh:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
     return 0
+
+
+def rss_bytes(pid: int) -> int:
+    return _proc_kib(f"/proc/{pid}/status", "VmRSS:")
 
 
 def pss_bytes(pid: int) -> int:
     """Proportional set size: pages shared after fork are split between the processes sharing
     them, so summing it over a process tree does not count them twice."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as fh:
-            for line in fh:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    return _proc_kib(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 class PeakMemory:

@@ -1,0 +1,46 @@
+"""`scv config show`: the effective configuration with each value's source, secrets as `…`, and
+the recorded agent imports compared with their sources (logic in scv/config_view.py)."""
+
+import sys
+
+import click
+import msgspec
+
+from scv.agents.import_checks import import_states
+from scv.commands.common import resolve_workspace, workspace_option
+from scv.config import scv_home
+from scv.config_view import effective_config, render_settings
+
+
+@click.group("config")
+def config_command() -> None:
+    """The configuration SCV uses: $SCV_HOME/config.toml and the workspace's .scv/config.toml."""
+
+
+@config_command.command("show")
+@workspace_option
+@click.option("--json", "as_json", is_flag=True,
+              help='Print {"files", "config", "settings": [{"key", "value", "source"}], "imports"} as JSON.')
+def show_command(workspace: str | None, as_json: bool) -> None:
+    """The effective configuration for a workspace: every key, its value and where it came from
+    (default, user file or project file), with secrets shown as …; then each recorded
+    `scv agents import`, up to date or with the command to run again."""
+    view = effective_config(resolve_workspace(workspace))
+    imports = import_states(scv_home())
+    if as_json:
+        value = {"files": {"user": view.user_file.as_dict(), "project": view.project_file.as_dict()},
+                 "config": view.nested(),
+                 "settings": [{"key": s.key, "value": s.value, "source": s.source} for s in view.settings],
+                 "imports": [{"agent": agent, "source": state.source, "up_to_date": state.up_to_date,
+                              "detail": state.detail} for agent, state in imports.items()]}
+        sys.stdout.buffer.write(msgspec.json.encode(value) + b"\n")
+        return
+    for label, found in (("user file", view.user_file), ("project file", view.project_file)):
+        click.echo(f"# {label}: {found.path}{'' if found.exists else ' (none)'}")
+    for line in render_settings(view.settings):
+        click.echo(line)
+    click.echo("")
+    if not imports:
+        click.echo("# imports: none recorded (scv agents import)")
+    for agent, state in imports.items():
+        click.echo(f"# import {agent} from {state.source}: {state.detail}")
