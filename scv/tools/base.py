@@ -14,12 +14,16 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, ContextManager
+from typing import TYPE_CHECKING, Any, ClassVar, ContextManager
 
 import msgspec
 
 from scv.config import Config
 from scv.errors import RefusedError
+
+if TYPE_CHECKING:
+    from scv.chat.channel import ChatChannel
+    from scv.skills.index import SkillIndex
 
 
 class Risk(str, enum.Enum):
@@ -40,6 +44,10 @@ class ToolContext:
     session_state: dict[str, Any] = field(default_factory=dict)
     # Delegation depth of this session (0 for a session a person or script started).
     delegation_depth: int = 0
+    # The skills discovered when the session started (None: skills are off or not looked for).
+    skills: "SkillIndex | None" = None
+    # The chat conversation a chat bridge's session serves (None: not a chat session).
+    channel: "ChatChannel | None" = None
 
 
 _AT = re.compile(r" - at `\$\.?(?P<at>[^`]*)`$")
