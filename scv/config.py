@@ -64,6 +64,18 @@ class AgentSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     permissions: str = "default"            # "default" or "full" (the CLI's own full-autonomy switches)
 
 
+class SkillsConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """[skills]: discovery at session start and `read_skill` (docs/configuration.md#skills)."""
+    enabled: bool = True
+    max_skills: Annotated[int, Meta(ge=0, le=1024)] = 64
+    max_skill_bytes: Annotated[int, Meta(ge=1024, le=16 * 1024 * 1024)] = 65536
+
+
+class ChatConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """[chat]: chat-channel sessions (docs/channels.md)."""
+    archive_dir: str | None = None          # an absolute path; None: $SCV_HOME/archive
+
+
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     tools: ToolsConfig = msgspec.field(default_factory=ToolsConfig)
     provider: ProviderSelect = msgspec.field(default_factory=ProviderSelect)
@@ -71,6 +83,8 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     agent: AgentConfig = msgspec.field(default_factory=AgentConfig)
     agents: dict[str, AgentSettings] = {}
     web: WebConfig = msgspec.field(default_factory=WebConfig)
+    skills: SkillsConfig = msgspec.field(default_factory=SkillsConfig)
+    chat: ChatConfig = msgspec.field(default_factory=ChatConfig)
 
 
 # Keys a project's .scv/config.toml may set; everything else is the user's alone.
@@ -160,6 +174,9 @@ def load_config(workspace: Path | None, home: Path | None = None) -> Config:
     if config.tools.command_timeout_seconds > config.tools.max_timeout_seconds:
         raise ConfigError(f"tools.command_timeout_seconds ({config.tools.command_timeout_seconds}) is over "
                           f"tools.max_timeout_seconds ({config.tools.max_timeout_seconds}); lower it")
+    archive = config.chat.archive_dir
+    if archive is not None and not (archive.startswith("/") and "\x00" not in archive):
+        raise ConfigError(f"{user_path}: key chat.archive_dir must be an absolute path, not {archive!r}; fix the value")
     from scv.agents.settings import check_agent_settings   # late: it reads the agent descriptors
     check_agent_settings(config, user_path)
     return config

@@ -10,6 +10,7 @@ import pytest
 
 from scv.config import load_config
 from scv.errors import RefusedError
+from scv.skills.index import session_skills
 from scv.tools.base import Risk, ToolContext, ToolSpec
 from scv.tools.registry import BUILTIN, Registry
 
@@ -18,8 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def ctx(workspace, scv_home, tmp_path, monkeypatch):
-    """A session in which every built-in tool is offered: fake agent CLIs on the user's path and
-    a configured search backend."""
+    """A session in which every built-in tool is offered: fake agent CLIs on the user's path, a
+    configured search backend, and a skill."""
     from tests.agent_fakes import install
     home = tmp_path / "user"
     monkeypatch.setenv("HOME", str(home))
@@ -28,7 +29,11 @@ def ctx(workspace, scv_home, tmp_path, monkeypatch):
         install(home / ".local" / "bin", name, tmp_path / "log" / name).write("exit 0\n")
     (scv_home / "config.toml").write_text('[agent]\nprefer = ["codex"]\n\n'
                                           '[web]\nsearch = "searxng"\nsearxng_url = "http://127.0.0.1:9"\n')
-    return ToolContext(workspace=workspace, config=load_config(workspace))
+    skill = scv_home / "skills" / "release-checks"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: release-checks\ndescription: Checks before a release.\n---\n")
+    config = load_config(workspace)
+    return ToolContext(workspace=workspace, config=config, skills=session_skills(workspace, config))
 
 
 @pytest.mark.parametrize("spec_class", BUILTIN, ids=lambda c: c.name)

@@ -29,6 +29,7 @@ from scv.protocol.messages import (INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_
                                    TurnStart, decode_request, encode)
 from scv.providers.factory import build_provider
 from scv.session import Session
+from scv.skills.index import session_skills
 from scv.stopping import SETTLE_SECONDS
 from scv.supervisor import Supervisor
 from scv.tools.base import Risk, ToolContext
@@ -225,7 +226,8 @@ class StdioServer:
             provider = build_provider(config, script=self.script, model=params.model)
         except ScvError as err:
             raise BadMessage(SERVER_ERROR, str(err), id) from None
-        ctx = ToolContext(workspace=root, config=config, delegation_depth=params.delegation_depth)
+        ctx = ToolContext(workspace=root, config=config, delegation_depth=params.delegation_depth,
+                          skills=session_skills(root, config))
         session = Session(self.supervisor, ctx, provider, emit=self.notify, asker=self._ask,
                           auto_approve=params.auto_approve, base_prompt=params.system_prompt)
         self.session = session

@@ -10,12 +10,13 @@ from scv.tools.agent_wait import AgentWaitTool
 from scv.tools.base import ToolContext, ToolSpec
 from scv.tools.bash import BashTool
 from scv.tools.read import ReadTool
+from scv.tools.read_skill import ReadSkillTool
 from scv.tools.web_fetch import WebFetchTool
 from scv.tools.web_search import WebSearchTool
 from scv.tools.write import WriteTool
 
 BUILTIN: tuple[type[ToolSpec], ...] = (ReadTool, WriteTool, BashTool, WebFetchTool, WebSearchTool, AgentTool,
-                                         AgentWaitTool, AgentStatusTool, AgentCancelTool)
+                                         AgentWaitTool, AgentStatusTool, AgentCancelTool, ReadSkillTool)
 
 
 class Registry:
