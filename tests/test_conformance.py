@@ -2,16 +2,19 @@
 
 import importlib
 import inspect
+import os
 import re
 from pathlib import Path
 
 import msgspec
 import pytest
 
+from scv.chat.channel import ChatChannel
 from scv.config import load_config
 from scv.errors import RefusedError
 from scv.skills.index import session_skills
 from scv.tools.base import Risk, ToolContext, ToolSpec
+from scv.tools.chat_keep import ChatKeepTool
 from scv.tools.registry import BUILTIN, Registry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def ctx(workspace, scv_home, tmp_path, monkeypatch):
     """A session in which every built-in tool is offered: fake agent CLIs on the user's path, a
-    configured search backend, and a skill."""
+    configured search backend, a skill, and a chat channel whose bridge named its log (its media
+    folder is the one in chat_keep's example, so that example is this chat's file)."""
     from tests.agent_fakes import install
     home = tmp_path / "user"
     monkeypatch.setenv("HOME", str(home))
@@ -32,8 +36,14 @@ def ctx(workspace, scv_home, tmp_path, monkeypatch):
     skill = scv_home / "skills" / "release-checks"
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: release-checks\ndescription: Checks before a release.\n---\n")
+    (workspace / "out").mkdir()
+    (workspace / "out" / "chart.png").write_bytes(b"\x89PNG\r\n\x1a\n")
     config = load_config(workspace)
-    return ToolContext(workspace=workspace, config=config, skills=session_skills(workspace, config))
+    folder = str(scv_home / "archive" / "wechat" / "default" / "wxid_owner")
+    channel = ChatChannel(kind="wechat", account="default", conversation="wxid_owner", home=str(scv_home),
+                          archive=str(scv_home / "archive"), conversation_dir=folder, log=folder,
+                          media=os.path.dirname(ChatKeepTool.example["path"]))
+    return ToolContext(workspace=workspace, config=config, skills=session_skills(workspace, config), channel=channel)
 
 
 @pytest.mark.parametrize("spec_class", BUILTIN, ids=lambda c: c.name)
