@@ -161,3 +161,36 @@ def test_generated_conversations_round_trip(tmp_path_factory, steps):
             if words:
                 hits, _ = search(log, words[0], 1000, [1 << 30])
                 assert any(h["time"] == message.time.isoformat(timespec="seconds") for h in hits)
+
+
+def test_a_batch_is_written_as_one_message_at_a_time_would_be(tmp_path):
+    from scv.chat.archive import append_messages
+    messages = [Message(time=at(2026, 9, 26, 8, 0, 0) + timedelta(hours=n * 3), author="owner", text=f"m{n}")
+                for n in range(8)]
+    one, many = tmp_path / "one", tmp_path / "many"
+    placed = [append_message(one, message) for message in messages[:3]]
+    placed += append_messages(many, messages[:3])[3:]
+    assert append_messages(many, []) == []
+    assert [append_message(one, m) for m in messages[3:]] == append_messages(many, messages[3:])
+    assert sorted(p.relative_to(one) for p in one.rglob("*.jsonl")) == \
+        sorted(p.relative_to(many) for p in many.rglob("*.jsonl"))
+    for path in one.rglob("*.jsonl"):
+        assert path.read_bytes() == (many / path.relative_to(one)).read_bytes()
+
+
+def test_characters_whose_casefold_is_ascii_are_found_both_ways(tmp_path):
+    from scv.chat.history import CASEFOLDS_TO_ASCII
+    computed = "".join(chr(c) for c in range(128, 0x110000) if not 0xD800 <= c <= 0xDFFF
+                       and any(ord(x) < 128 for x in chr(c).casefold()))
+    assert CASEFOLDS_TO_ASCII == computed
+    folder = tmp_path / "c"
+    for n, text in enumerate(["Die Straße", "5 \u212aelvin", "\ufb01ne print", "plain ascii words", "ÉTÉ chaud",
+                              "a \\u escape, literally"]):
+        # Each in its own episode, so that one block's special characters do not help another's.
+        append_message(folder, Message(time=at(2026, 9, 26, 8, 0, 0) + timedelta(hours=9 * n), author="owner",
+                                       text=text))
+    log = Log(str(folder))
+    for query, expected in [("strasse", "Die Straße"), ("KELVIN", "5 \u212aelvin"), ("FINE", "\ufb01ne print"),
+                            ("Words ASCII", "plain ascii words"), ("été", "ÉTÉ chaud"), ("\\U", "a \\u escape, literally")]:
+        hits, _ = search(log, query, 10, [1 << 30])
+        assert [h["excerpt"] for h in hits] == [expected], query

@@ -164,6 +164,16 @@ def test_an_episode_file_swapped_for_a_link_is_not_read(runner, ctx, tmp_path):
     assert history(runner, action="search", query="secret")["results"] == []
 
 
+def test_a_log_folder_swapped_for_a_link_reads_nothing(runner, ctx, tmp_path):
+    say(ctx, at(2026, 9, 1, 9, 0, 0), "mine")
+    other = tmp_path / "other"
+    append_message(other, Message(time=at(2026, 9, 1, 9, 0, 0), author="owner", text="SECRET"))
+    Path(ctx.channel.log).rename(tmp_path / "moved")
+    Path(ctx.channel.log).symlink_to(other)
+    assert history(runner, action="search", query="secret")["results"] == []
+    assert history(runner, action="episodes")["episodes"] == []
+
+
 def test_the_tools_need_the_log(supervisor, workspace, scv_home):
     from scv.tools.registry import build_registry
     without = channel_ctx(workspace, log=False)

@@ -13,7 +13,7 @@ import fcntl
 import os
 import secrets
 from datetime import datetime, timedelta
-from typing import Any, Iterator, Literal
+from typing import Any, Iterable, Iterator, Literal
 
 import msgspec
 
@@ -21,7 +21,8 @@ from scv.chat.layout import (EPISODE_SUFFIX, KEPT_RECORD, LOCK_FILE, episode_id,
                               make_private_dirs)
 
 GAP = timedelta(hours=8)
-TAIL_CHUNK = 64 * 1024
+TAIL_CHUNK = 4096           # the first read from an episode's end; doubled while a line goes on
+MAX_CHUNK = 1024 * 1024
 Author = Literal["owner", "scv", "system"]
 FileState = Literal["media", "kept", "gone", "not_saved", "sent"]
 
@@ -125,19 +126,21 @@ def newest_episode(conversation_dir: str) -> str | None:
 
 def complete_end(fd: int, size: int) -> int:
     """Where the file's last complete line ends (a line cut by a crash is after it)."""
-    end = size
+    end, chunk = size, TAIL_CHUNK
     while end > 0:
-        start = max(0, end - TAIL_CHUNK)
+        start = max(0, end - chunk)
         at = os.pread(fd, end - start, start).rfind(b"\n")
         if at >= 0:
             return start + at + 1
-        end = start
+        end, chunk = start, min(chunk * 2, MAX_CHUNK)
     return 0
 
 
-def reverse_blocks(fd: int, end: int, chunk: int, budget: list[int] | None = None) -> Iterator[list[bytes]]:
-    """The complete lines before `end` (which ends a line), a block at a time from the end, each
-    block's lines in file order. With `budget` ([bytes left]), reads no more than it allows."""
+def reverse_blocks(fd: int, end: int, chunk: int, budget: list[int] | None = None,
+                   grow: bool = False) -> Iterator[bytes]:
+    """The complete lines before `end` (which ends a line), a block at a time from the end: each
+    block is whole lines joined by newlines. With `budget` ([bytes left]), reads no more than it
+    allows; with `grow`, each block is twice the last (up to MAX_CHUNK)."""
     carry = b""
     while end > 0:
         size = chunk if budget is None else min(chunk, budget[0])
@@ -147,19 +150,26 @@ def reverse_blocks(fd: int, end: int, chunk: int, budget: list[int] | None = Non
         data = os.pread(fd, end - start, start)
         if budget is not None:
             budget[0] -= len(data)
-        lines = (data + carry).split(b"\n")
+        block = data + carry
         if start > 0:
-            carry = lines.pop(0)    # the rest of a line that began in an earlier block
-        yield [line for line in lines if line.strip()]
+            cut = block.find(b"\n")
+            if cut < 0:             # one line longer than the block: read further back
+                carry = block
+                end = start
+                continue
+            carry, block = block[:cut], block[cut + 1:]     # the rest of a line begun earlier
+        yield block[:-1] if block.endswith(b"\n") else block
         end = start
+        if grow:
+            chunk = min(chunk * 2, MAX_CHUNK)
 
 
 def last_line(fd: int, size: int) -> tuple[Stored | EndMarker | None, bool]:
     """The last valid line of an episode file, and whether the file ends inside a cut line."""
     end = complete_end(fd, size)
-    for lines in reverse_blocks(fd, end, TAIL_CHUNK):
-        for line in reversed(lines):
-            decoded = decode_line(line)
+    for block in reverse_blocks(fd, end, TAIL_CHUNK, grow=True):
+        for line in reversed(block.split(b"\n")):
+            decoded = decode_line(line) if line.strip() else None
             if decoded is not None:
                 return decoded, end < size
     return None, end < size
@@ -214,19 +224,36 @@ def _new_episode(conversation_dir: str, first: datetime, after: str | None) -> s
 
 def append_message(conversation_dir: str, message: Message | dict[str, Any], *, sync: bool = True) -> tuple[str, int]:
     """Records one message; returns its episode's ID and its index in that episode."""
-    if not isinstance(message, Message):
-        message = msgspec.convert(message, Message)
-    _aware(message.time, "message time")
+    return append_messages(conversation_dir, [message], sync=sync)[0]
+
+
+def append_messages(conversation_dir: str, messages: Iterable[Message | dict[str, Any]], *,
+                    sync: bool = True) -> list[tuple[str, int]]:
+    """Records messages in order under one lock (a bridge catching up, an import); returns each
+    one's episode and index."""
     conversation_dir = os.fspath(conversation_dir)
+    placed: list[tuple[str, int]] = []
     with _locked(conversation_dir):
         episode, last, cut = _current(conversation_dir)
-        if (episode is None or not isinstance(last, Stored) or message.time - last.time >= GAP):
-            episode, index, cut = _new_episode(conversation_dir, message.time, episode), 0, False
-        else:
-            index = last.index + 1
-        stored = Stored(index=index, **{f: getattr(message, f) for f in Message.__struct_fields__})
-        _append(_path(conversation_dir, episode), (b"\n" if cut else b"") + _encode(stored) + b"\n", sync)
-    return episode, index
+        last_time, index = (last.time, last.index + 1) if isinstance(last, Stored) else (None, None)
+        pending: list[bytes] = []
+        for message in messages:
+            if not isinstance(message, Message):
+                message = msgspec.convert(message, Message)
+            _aware(message.time, "message time")
+            if index is None or message.time - last_time >= GAP:
+                if pending:
+                    _append(_path(conversation_dir, episode), b"".join(pending), sync)
+                    pending = []
+                # The rule: after /new (the marker is the last line) or eight quiet hours, a new episode.
+                episode, index, cut = _new_episode(conversation_dir, message.time, episode), 0, False
+            stored = Stored(index=index, **{f: getattr(message, f) for f in Message.__struct_fields__})
+            pending.append((b"\n" if cut else b"") + _encode(stored) + b"\n")
+            placed.append((episode, index))
+            last_time, index, cut = message.time, index + 1, False
+        if pending:
+            _append(_path(conversation_dir, episode), b"".join(pending), sync)
+    return placed
 
 
 def mark_new(conversation_dir: str, at: datetime, *, sync: bool = True) -> str | None:

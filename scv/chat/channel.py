@@ -28,6 +28,7 @@ class ChatChannel:
     media: str                      # $SCV_HOME/state/media/<kind>/<account>/<digest>
     log: str | None = None          # the conversation folder, when the bridge named it: history on
     keep_days: int | None = None
+    user_homes: tuple[str, ...] = ()    # $HOME and the password database's home, canonical
     # The attachments of the reply being written (chat_attach results); reset when a turn starts.
     reply: list[dict[str, Any]] = field(default_factory=list)
 
@@ -44,9 +45,8 @@ class ChatChannel:
         return {"wechat": "WeChat", "feishu": "Feishu"}.get(self.kind, self.kind)
 
     def rules(self) -> AttachRules:
-        homes = {os.path.realpath(h) for h in (os.environ.get("HOME"), _password_home()) if h}
         return AttachRules(home=self.home, archive=self.archive, media=self.media, kept=self.kept,
-                           outbox=self.outbox, user_homes=tuple(sorted(homes)))
+                           outbox=self.outbox, user_homes=self.user_homes)
 
     def describe(self) -> dict[str, Any]:
         """What `session.start` reports about the channel."""
@@ -94,6 +94,7 @@ def open_channel(kind: str, account: str, conversation: str, log: str | None, ke
             raise UsageError(f"channel.log {log!r} is not this conversation's folder in the chat archive; it must be "
                              f"{folder}")
         log = folder
+    homes = {os.path.realpath(h) for h in (os.environ.get("HOME"), _password_home()) if h}
     return ChatChannel(kind=kind, account=account, conversation=conversation, home=home, archive=archive,
-                       conversation_dir=folder, media=os.path.realpath(media_dir(home, kind, account, conversation)), log=log,
-                       keep_days=keep_days)
+                       conversation_dir=folder, media=os.path.realpath(media_dir(home, kind, account, conversation)),
+                       log=log, keep_days=keep_days, user_homes=tuple(sorted(homes)))

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, Iterator
 
-from scv.chat.archive import (EndMarker, FileEntry, Stored, complete_end, decode_line, iter_episodes, read_kept,
+from scv.chat.archive import (TAIL_CHUNK, EndMarker, FileEntry, Stored, complete_end, decode_line, iter_episodes, read_kept,
                               reverse_blocks)
 from scv.chat.layout import episode_parts, episode_start
 from scv.safe_open import open_exact
@@ -19,7 +19,12 @@ HEAD = 64 * 1024
 MESSAGE_CHARS = 8000
 EXCERPT_CHARS = 240
 OPENING_CHARS = 200
-_JSON_ESCAPED = frozenset('"\\') | frozenset(chr(c) for c in range(0x20)) | {"\x7f", "\u2028", "\u2029"}
+_JSON_ESCAPED = frozenset('"\\') | frozenset(chr(c) for c in range(0x20))
+# The characters whose casefold holds ASCII letters (ß -> ss, the Kelvin sign -> k, ligatures ...):
+# a block holding one is casefolded as text; any other block can be tested as ASCII bytes.
+CASEFOLDS_TO_ASCII = "\u00df\u0130\u0149\u017f\u01f0\u1e96\u1e97\u1e98\u1e99\u1e9a\u1e9e\u212a" \
+                     "\ufb00\ufb01\ufb02\ufb03\ufb04\ufb05\ufb06"
+_SPECIAL_LETTERS = {c: "".join(x for x in c.casefold() if x.isascii()) for c in CASEFOLDS_TO_ASCII}
 
 
 @dataclass(frozen=True)
@@ -80,13 +85,23 @@ class Log:
     def __init__(self, conversation_dir: str):
         self.path = conversation_dir
         try:
-            self.fd: int | None = os.open(conversation_dir, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            self.fd: int | None = os.open(conversation_dir, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
-            self.fd = None      # nothing recorded yet
+            self.fd = None      # nothing recorded yet (or the folder is now a link: nothing is read)
+            return
+        # The folder was canonical when the session started: one that now leads elsewhere reads nothing.
+        try:
+            here = os.readlink(f"/proc/self/fd/{self.fd}")
+        except OSError:
+            here = None
+        if here != conversation_dir:
+            self.close()
+            self.fd = None
 
     def close(self) -> None:
         if self.fd is not None:
             os.close(self.fd)
+            self.fd = None
 
     def episodes(self) -> Iterator[str]:
         return iter_episodes(self.path) if self.fd is not None else iter(())
@@ -130,11 +145,45 @@ def _match(message: Stored, words: list[str]) -> dict[str, Any] | None:
     return None
 
 
+def _words(query: str) -> tuple[list[str], list[tuple[bytes, list[bytes]]], list[str]]:
+    """The query's words casefolded; those a raw line can be tested for as bytes (ASCII, nothing
+    JSON escapes), each with the special characters that could stand for its letters; the rest."""
+    words = [word.casefold() for word in query.split()]
+    fast = [(w.encode(), [c.encode() for c, letters in _SPECIAL_LETTERS.items() if set(letters) & set(w)])
+            for w in words if w.isascii() and not (_JSON_ESCAPED & set(w))]
+    slow = [w for w in words if not w.isascii() and not (_JSON_ESCAPED & set(w))]
+    return words, fast, slow
+
+
+def _any_in(needles: list[bytes], block: bytes) -> bool:
+    # Their lead bytes are rare: a one-byte search (memchr) first, the needle only after a hit.
+    return any(needle[:1] in block and needle in block for needle in needles)
+
+
+def _candidates(block: bytes, fast: list[tuple[bytes, list[bytes]]], slow: list[str]) -> Iterator[bytes]:
+    """The lines of a block that may hold every word, newest first. ASCII words are tested on the
+    block's bytes lowered (fast, and exact unless a special character or a JSON escape could stand
+    for a letter: then the block is casefolded as text)."""
+    lowered = block.lower()
+    escaped = b"\\u" in block
+    missing = next((needles for word, needles in fast if word not in lowered), None)
+    if missing is not None and not escaped and not _any_in(missing, block):
+        return                  # that word is nowhere in the block, in any form
+    lines = block.split(b"\n")
+    if missing is None and not escaped and not slow and not any(_any_in(ns, block) for _, ns in fast):
+        lowered_lines = lowered.split(b"\n")
+        yield from (lines[i] for i in range(len(lines) - 1, -1, -1) if all(w in lowered_lines[i] for w, _ in fast))
+        return
+    folded = block.decode("utf-8", "replace").casefold()
+    words = [w.decode() for w, _ in fast] + slow
+    if all(w in folded for w in words):
+        folded_lines = folded.split("\n")
+        yield from (lines[i] for i in range(len(lines) - 1, -1, -1) if all(w in folded_lines[i] for w in words))
+
+
 def search(log: Log, query: str, limit: int, budget: list[int]) -> tuple[list[dict[str, Any]], bool]:
     """Messages holding every word of `query` (ignoring case), newest first."""
-    words = [word.casefold() for word in query.split()]
-    # Words that JSON writes escaped cannot be looked for in the raw line; the decoded one decides.
-    plain = [word for word in words if not (_JSON_ESCAPED & set(word))]
+    words, fast, slow = _words(query)
     hits: list[dict[str, Any]] = []
     for episode in log.episodes():
         if budget[0] <= 0:
@@ -144,19 +193,10 @@ def search(log: Log, query: str, limit: int, budget: list[int]) -> tuple[list[di
             continue
         try:
             end = complete_end(fd, os.fstat(fd).st_size)
-            for lines in reverse_blocks(fd, end, BLOCK, budget):
-                folded_block = b"\n".join(lines).decode("utf-8", "replace").casefold()
-                escaped = "\\u" in folded_block
-                if not escaped and not all(word in folded_block for word in plain):
-                    continue
-                folded_lines = folded_block.split("\n")
-                for index in range(len(lines) - 1, -1, -1):
-                    if not escaped and not all(word in folded_lines[index] for word in plain):
-                        continue
-                    decoded = decode_line(lines[index])
-                    if not isinstance(decoded, Stored):
-                        continue
-                    found = _match(decoded, words)
+            for block in reverse_blocks(fd, end, BLOCK, budget):
+                for line in _candidates(block, fast, slow):
+                    decoded = decode_line(line)
+                    found = _match(decoded, words) if isinstance(decoded, Stored) else None
                     if found is None:
                         continue
                     if len(hits) == limit:
@@ -194,9 +234,9 @@ def _opening(fd: int, budget: list[int]) -> tuple[str | None, str | None]:
 def _closing(fd: int, budget: list[int]) -> tuple[Stored | None, bool]:
     """The last message, and whether `/new` ended the episode."""
     ended = False
-    for lines in reverse_blocks(fd, complete_end(fd, os.fstat(fd).st_size), HEAD, budget):
-        for line in reversed(lines):
-            decoded = decode_line(line)
+    for block in reverse_blocks(fd, complete_end(fd, os.fstat(fd).st_size), TAIL_CHUNK, budget, grow=True):
+        for line in reversed(block.split(b"\n")):
+            decoded = decode_line(line) if line.strip() else None
             if isinstance(decoded, EndMarker):
                 ended = True
             elif isinstance(decoded, Stored):

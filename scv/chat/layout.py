@@ -17,7 +17,8 @@ KINDS = ("wechat", "feishu")
 # Account and conversation ids are opaque, but become folder names: a safe set, no leading dot.
 SAFE_ID = r"^[A-Za-z0-9_@+=-][A-Za-z0-9._@+=-]{0,127}$"
 _SAFE_ID = re.compile(SAFE_ID)
-EPISODE_ID = re.compile(r"(\d{4})/(\d{4}-\d{2}-\d{2})_(\d{4}-\d{2}-\d{2})/(\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2})")
+EPISODE_ID = re.compile(r"(\d{4})/(\d{4}-\d{2}-\d{2})_(\d{4}-\d{2}-\d{2})/"
+                        r"((\d{4})-(\d{2})-(\d{2})T(\d{2})-(\d{2})-(\d{2}))")
 EPISODE_SUFFIX = ".jsonl"
 _START = "%Y-%m-%dT%H-%M-%S"
 KEPT_FOLDER = "files"
@@ -62,7 +63,7 @@ def episode_start(text: str) -> datetime | None:
     if match is None:
         return None
     try:
-        start = datetime.strptime(match.group(4), _START)
+        start = datetime(*(int(part) for part in match.groups()[4:]))
     except ValueError:
         return None
     return start if episode_id(start) == text else None
