@@ -17,8 +17,9 @@ from scv.skills.front_matter import NAME, FrontMatterError, parse
 
 _LOG = tempfile.mkdtemp(prefix="scv-fuzz-chat-")
 _START = datetime(2026, 9, 26, 8, 0, 0, tzinfo=timezone(timedelta(hours=8)))
-_TEXTS = {append_message(_LOG, Message(time=_START + timedelta(hours=9 * n), author="owner", text=text), sync=False): text
-          for n, text in enumerate(["Die Straße", "\u212aelvin", "\ufb01ne", 'a "quoted" \\u word', "今天 天气", "plain"])}
+_SAMPLES = ["Die Straße", "\u212aelvin", "\ufb01ne", 'a "quoted" \\u word', "今天 天气", "plain"]
+_TEXTS = {append_message(_LOG, Message(time=_START + timedelta(hours=9 * n), author="owner", text=text),
+                         sync=False): text for n, text in enumerate(_SAMPLES)}
 _RULES = AttachRules(home="/h/.scv", archive="/h/.scv/archive", media="/h/.scv/state/media/wechat/a/0123456789abcdef",
                      kept="/h/.scv/archive/wechat/a/c/files", outbox="/h/.scv/state/media/outbox", user_homes=("/h",))
 
@@ -44,8 +45,8 @@ def episode_lines_never_crash_the_reader(line):
     decode_line(line)
 
 
-_PIECES = st.sampled_from(["STRASSE", "straße", "kelvin", "K", "FINE", "fi", '"quoted"', "\\U", "今天", "天气", "PLAIN",
-                           "a", "die", "Ｐlain", "word"])
+_PIECES = st.sampled_from(["STRASSE", "straße", "kelvin", "K", "FINE", "fi", '"quoted"', "\\U", "今天", "天气",
+                           "PLAIN", "a", "die", "Ｐlain", "word"])
 
 
 @given(st.lists(_PIECES | st.text(max_size=5), min_size=1, max_size=3).map(" ".join).filter(str.split))

@@ -5,6 +5,8 @@ import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
+
 from scv.approval import approve_all
 from scv.calls import ToolRunner
 from scv.chat.channel import ChatChannel, open_channel
@@ -51,3 +53,14 @@ def outbox_names(channel: ChatChannel) -> list[str]:
         return sorted(os.listdir(channel.outbox))
     except FileNotFoundError:
         return []
+
+
+@pytest.fixture
+def ctx(workspace, scv_home) -> ToolContext:
+    """A chat session's context whose bridge named its log (import it with `runner`)."""
+    return channel_ctx(workspace)
+
+
+@pytest.fixture
+def runner(supervisor, ctx) -> ToolRunner:
+    return runner_for(supervisor, ctx)

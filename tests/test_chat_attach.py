@@ -69,8 +69,10 @@ def test_a_file_is_copied_into_the_outbox_with_its_delivery_record(runner, ctx, 
     assert sorted(outbox_names(ctx.channel)) == sorted([copy.name, record_path.name])     # no temporary left
 
 
-@pytest.mark.parametrize("head, kind", [(b"\xff\xd8\xff\xe0" + b"\x00" * 12, "image"), (b"RIFF\x00\x00\x00\x00WEBPVP8 ", "image"),
-                                        (b"\x00\x00\x00\x18ftypmp42\x00\x00", "video"), (b"\x1a\x45\xdf\xa3\x01", "video"),
+@pytest.mark.parametrize("head, kind", [(b"\xff\xd8\xff\xe0" + b"\x00" * 12, "image"),
+                                        (b"RIFF\x00\x00\x00\x00WEBPVP8 ", "image"),
+                                        (b"\x00\x00\x00\x18ftypmp42\x00\x00", "video"),
+                                        (b"\x1a\x45\xdf\xa3\x01", "video"),
                                         (b"\x00\x00\x00\x18ftypheic\x00\x00", "file"), (b"%PDF-1.7", "file")])
 def test_kind_is_decided_by_content(head, kind):
     assert chat_attach.kind_of(head) == kind
@@ -87,7 +89,8 @@ def test_links_into_ssh_and_host_secrets_are_refused(runner, workspace, user_hom
     (workspace / "env").symlink_to("/proc/self/environ")
     assert "host secrets" in refusal(runner, "env")
     assert "/etc/shadow, which holds host secrets" in refusal(runner, "/etc/shadow")
-    for place in (".aws/credentials", ".config/gh/hosts.yml", ".mozilla/firefox/x/cookies.sqlite", ".Docker/config.json"):
+    for place in (".aws/credentials", ".config/gh/hosts.yml", ".mozilla/firefox/x/cookies.sqlite",
+                  ".Docker/config.json"):
         target = user_home / place
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text("x")

@@ -12,17 +12,8 @@ from scv.chat.archive import FileEntry, Message, Voice, append_message, mark_new
 from scv.config import Config, ToolsConfig
 from scv.errors import RefusedError
 from scv.tools.base import Risk
+from tests.chat_fakes import ctx, runner  # noqa: F401 (fixtures)
 from tests.chat_fakes import at, call, channel_ctx, runner_for, sent_file
-
-
-@pytest.fixture
-def ctx(workspace, scv_home):
-    return channel_ctx(workspace)
-
-
-@pytest.fixture
-def runner(supervisor, ctx):
-    return runner_for(supervisor, ctx)
 
 
 def say(ctx, when, text="", author="owner", **more):

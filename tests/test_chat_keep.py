@@ -15,6 +15,7 @@ from scv.chat.archive import FileEntry, Message, append_message, read_kept
 from scv.errors import RefusedError
 from scv.tools.base import Risk
 from scv.tools.chat_keep import ChatKeepTool
+from tests.chat_fakes import ctx, runner  # noqa: F401 (fixtures)
 from tests.chat_fakes import PNG, at, call, channel_ctx, runner_for, sent_file
 from tests.conftest import scv_env
 from tests.stdio_client import StdioClient
@@ -22,16 +23,6 @@ from tests.test_exec_script import write_script
 from workers import chat_keep
 from workers.private_copy import private_copy
 from workers.runtime import ToolFailure
-
-
-@pytest.fixture
-def ctx(workspace, scv_home):
-    return channel_ctx(workspace)
-
-
-@pytest.fixture
-def runner(supervisor, ctx):
-    return runner_for(supervisor, ctx)
 
 
 def kept_names(ctx) -> list[str]:
@@ -92,7 +83,8 @@ def test_paths_outside_this_chats_media_are_refused(runner, ctx, workspace, tmp_
     refused = call(runner, "chat_keep", path=str(link))
     assert not refused.ok and "it is a symbolic link" in refused.value["error"]
     (Path(ctx.channel.media) / "folder").mkdir()
-    assert "not a regular file" in call(runner, "chat_keep", path=os.path.join(ctx.channel.media, "folder")).value["error"]
+    folder = call(runner, "chat_keep", path=os.path.join(ctx.channel.media, "folder"))
+    assert "not a regular file" in folder.value["error"]
     gone = call(runner, "chat_keep", path=os.path.join(ctx.channel.media, "expired.jpg"))
     assert not gone.ok and "is not in the chat media" in gone.value["error"]
     assert kept_names(ctx) == [] and (tmp_path / "outside.jpg").exists()
@@ -173,7 +165,8 @@ def test_keep_onto_another_file_system_for_real(workspace, scv_home, tmp_path, s
     script = write_script(tmp_path / "s.jsonl",
                           {"calls": [{"id": "k", "tool": "chat_keep", "args": {"path": str(photo)}},
                                      {"id": "ls", "tool": "bash",
-                                      "args": {"command": f"ls -A {ctx.channel.kept} 2>&1; df -k {archive} | tail -1"}}]},
+                                      "args": {"command": f"ls -A {ctx.channel.kept} 2>&1; "
+                                                          f"df -k {archive} | tail -1"}}]},
                           {"text": "kept"})
     prefix = ("unshare", "-rm", "sh", "-c", f'mount -t tmpfs -o size={size} none "$0" && exec "$@"', str(archive))
     client = StdioClient("--script", str(script), prefix=prefix, env=scv_env())

@@ -11,23 +11,10 @@ from scv.chat.layout import media_digest
 from tests.chat_fakes import PNG
 from tests.conftest import scv_env
 from tests.fake_openai import FakeOpenAI, Reply
-from tests.stdio_client import StdioClient
+from tests.test_server_stdio import clients  # noqa: F401 (a fixture)
 from tests.test_exec_script import write_script
 
 CHAT_TOOLS = {"chat_attach", "chat_history", "chat_keep"}
-
-
-@pytest.fixture
-def clients():
-    started: list[StdioClient] = []
-
-    def make(*args: str, **kw) -> StdioClient:
-        client = StdioClient(*args, **kw)
-        started.append(client)
-        return client
-    yield make
-    for client in started:
-        client.kill()
 
 
 def channel(scv_home: Path, log: bool = True, conversation: str = "wxid_owner", **more) -> dict:

@@ -65,8 +65,8 @@ class ChatAttachTool(ToolSpec):
     def check(self, args: ChatAttachArgs, ctx: ToolContext) -> None:
         channel = self._channel(ctx)
         if len(channel.reply) >= MAX_REPLY_FILES:
-            raise RefusedError(f"{args.path} was not sent: a reply carries at most {MAX_REPLY_FILES} files and this one "
-                               "has them already; send it in a later reply")
+            raise RefusedError(f"{args.path} was not sent: a reply carries at most {MAX_REPLY_FILES} files and this "
+                               "one has them already; send it in a later reply")
         if args.caption is not None and len(args.caption.encode("utf-8", "surrogatepass")) > MAX_CAPTION_BYTES:
             raise RefusedError(f"chat_attach caption is over {MAX_CAPTION_BYTES} bytes; shorten it or put the rest in "
                                "the reply text")
