@@ -166,7 +166,7 @@ def _candidates(block: bytes, fast: list[tuple[bytes, list[bytes]]], slow: list[
     block's bytes lowered (fast, and exact unless a special character or a JSON escape could stand
     for a letter: then the block is casefolded as text)."""
     lowered = block.lower()
-    escaped = b"\\u" in block
+    escaped = b"\\" in block and b"\\u" in block        # memchr first: a backslash is rare
     missing = next((needles for word, needles in fast if word not in lowered), None)
     if missing is not None and not escaped and not _any_in(missing, block):
         return                  # that word is nowhere in the block, in any form
