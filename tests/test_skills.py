@@ -186,8 +186,11 @@ def test_skills_can_be_turned_off(workspace, scv_home):
 
 def test_read_skill_through_scv_tool(workspace, scv_home, user_home):
     skill(scv_home / "skills", "alpha", body="é" * 2000)
+    skill(scv_home / "skills", "broken", name="Not Valid")
     proc = run_scv("tool", "-C", str(workspace), "read_skill", '{"name": "alpha"}')
     assert proc.returncode == 0, proc.stderr
+    skipped = [line for line in proc.stderr.splitlines() if "skipped" in line]
+    assert len(skipped) == 1 and "skills/broken skipped: its name 'Not Valid'" in skipped[0]
     value = result_json(proc)
     assert value["folder"] == str((scv_home / "skills" / "alpha").resolve()) and value["truncated"] is False
     assert value["content"].endswith("é" * 2000)
