@@ -45,6 +45,18 @@ class ProviderProfile(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     api_key_env: str | None = None
 
 
+class SkillsConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """[skills]: discovery at session start and `read_skill` (docs/configuration.md#skills)."""
+    enabled: bool = True
+    max_skills: Annotated[int, Meta(ge=0, le=1024)] = 64
+    max_skill_bytes: Annotated[int, Meta(ge=1024, le=16 * 1024 * 1024)] = 65536
+
+
+class ChatConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """[chat]: chat-channel sessions (docs/channels.md)."""
+    archive_dir: str | None = None          # an absolute path; None: $SCV_HOME/archive
+
+
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     tools: ToolsConfig = msgspec.field(default_factory=ToolsConfig)
     provider: ProviderSelect = msgspec.field(default_factory=ProviderSelect)
@@ -52,6 +64,8 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     agent: AgentConfig = msgspec.field(default_factory=AgentConfig)
     agents: dict[str, AgentSettings] = {}
     web: WebConfig = msgspec.field(default_factory=WebConfig)
+    skills: SkillsConfig = msgspec.field(default_factory=SkillsConfig)
+    chat: ChatConfig = msgspec.field(default_factory=ChatConfig)
 
 
 # Keys a project's .scv/config.toml may set; everything else is the user's alone.
@@ -150,5 +164,8 @@ def load_config(workspace: Path | None, home: Path | None = None) -> Config:
     if config.tools.command_timeout_seconds > config.tools.max_timeout_seconds:
         raise ConfigError(f"tools.command_timeout_seconds ({config.tools.command_timeout_seconds}) is over "
                           f"tools.max_timeout_seconds ({config.tools.max_timeout_seconds}); lower it")
+    archive = config.chat.archive_dir
+    if archive is not None and not (archive.startswith("/") and "\x00" not in archive):
+        raise ConfigError(f"{user_path}: key chat.archive_dir must be an absolute path, not {archive!r}; fix the value")
     check_agent_settings(config.agent, config.agents, user_path)
     return config

@@ -17,6 +17,7 @@ from scv.errors import ScvError
 
 _SYS_OPENAT2 = 437          # the same number on every architecture with the generic table
 _RESOLVE_NO_MAGICLINKS = 0x02
+_RESOLVE_NO_SYMLINKS = 0x04
 _RESOLVE_BENEATH = 0x08
 _OPEN_HOW = struct.Struct("QQQ")
 MAX_SYMLINKS = 40
@@ -61,8 +62,8 @@ def not_a_directory(shown: str) -> PathError:
                      "to name the file")
 
 
-def _openat2(dir_fd: int, path: str, flags: int, mode: int) -> int:
-    how = ctypes.create_string_buffer(_OPEN_HOW.pack(flags, mode, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS))
+def _openat2(dir_fd: int, path: str, flags: int, mode: int, resolve: int = _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS) -> int:
+    how = ctypes.create_string_buffer(_OPEN_HOW.pack(flags, mode, resolve))
     fd = _syscall(_SYS_OPENAT2, ctypes.c_int(dir_fd), os.fsencode(path), how, ctypes.c_size_t(_OPEN_HOW.size))
     if fd < 0:
         code = ctypes.get_errno()
@@ -148,3 +149,45 @@ def _open_beneath(root_fd: int, parts: list[str], flags: int, mode: int, *, show
         return _walk(root_fd, parts, flags, mode)
     except OSError as err:
         raise describe(err, shown) from None
+
+
+def _walk_without_links(root_fd: int, parts: list[str], flags: int, mode: int) -> int:
+    here = os.dup(root_fd)
+    try:
+        for index, name in enumerate(parts):
+            if index == len(parts) - 1:
+                return os.open(name, flags | os.O_NOFOLLOW, mode, dir_fd=here)
+            # O_PATH with O_NOFOLLOW would open a link itself: fstat tells.
+            step = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=here)
+            os.close(here)
+            here = step
+            kind = os.fstat(here).st_mode
+            if stat.S_ISLNK(kind):
+                raise OSError(errno.ELOOP, "a link")
+            if not stat.S_ISDIR(kind):
+                raise OSError(errno.ENOTDIR, "not a directory")
+        raise OSError(errno.EINVAL, "no name")
+    finally:
+        os.close(here)
+
+
+def open_exact(root_fd: int, parts: list[str], flags: int, mode: int = 0o666, *, walker: bool = False) -> int:
+    """Opens `parts` beneath `root_fd` through no symbolic link at all (the last component
+    included) and no `..`: for paths recorded in canonical form earlier, so that a component
+    swapped for a link since then is refused. Raises OSError (ELOOP for a link, EXDEV for an
+    escape); the caller says what the path was for."""
+    global _openat2_works
+    flags |= os.O_CLOEXEC
+    if not flags & os.O_CREAT:
+        mode = 0
+    if any(name in ("", ".", "..") or "/" in name for name in parts):
+        raise OSError(errno.EXDEV, "not a plain name")
+    if _openat2_works and not walker:
+        try:
+            return _openat2(root_fd, "/".join(parts), flags, mode,
+                            _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)
+        except OSError as err:
+            if err.errno != errno.ENOSYS:
+                raise
+            _openat2_works = False
+    return _walk_without_links(root_fd, parts, flags, mode)

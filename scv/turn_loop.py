@@ -87,6 +87,9 @@ def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: di
              turn_id: str | None = None) -> TurnOutcome:
     turn_id = turn_id or session.new_turn_id()
     emit = session.emit
+    channel = session.ctx.channel
+    if channel is not None:
+        channel.begin_reply()       # the files chat_attach sends go with this turn's reply
     emit(ev.TURN_STARTED, _with_origin({"turn_id": turn_id, "prompt": prompt}, origin))
     outcome = TurnOutcome(turn_id=turn_id, status="failed")
     session.history.append(UserMessage(text=prompt))
@@ -107,12 +110,15 @@ def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: di
                          "conversation is kept, so the turn can be retried; please report the traceback on stderr")
     finally:
         session.phase = Phase.IDLE
+    files = {} if channel is None else {"attachments": list(channel.reply)}
     if outcome.status == "completed":
+        if channel is not None:
+            outcome.reply = channel.captioned(outcome.reply)
         emit(ev.TURN_COMPLETED, _with_origin({"turn_id": turn_id, "reply": outcome.reply,
-                                              "usage": msgspec.to_builtins(outcome.usage)}, origin))
+                                              "usage": msgspec.to_builtins(outcome.usage), **files}, origin))
     else:
         emit(ev.TURN_FAILED, _with_origin({"turn_id": turn_id, "reason": outcome.reason, "error": outcome.error,
-                                           "usage": msgspec.to_builtins(outcome.usage)}, origin))
+                                           "usage": msgspec.to_builtins(outcome.usage), **files}, origin))
     return outcome
 
 

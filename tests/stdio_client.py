@@ -14,8 +14,9 @@ from tests.conftest import scv_env
 
 
 class StdioClient:
-    def __init__(self, *args: str, env: dict[str, str] | None = None, cwd=None):
-        self.proc = subprocess.Popen([sys.executable, "-m", "scv", "server", "--stdio", *args], cwd=cwd,
+    def __init__(self, *args: str, env: dict[str, str] | None = None, cwd=None, prefix: tuple[str, ...] = ()):
+        """`prefix` runs the server through another command (such as `unshare`) that execs the rest."""
+        self.proc = subprocess.Popen([*prefix, sys.executable, "-m", "scv", "server", "--stdio", *args], cwd=cwd,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env=env or scv_env())
         self.messages: "queue.Queue[ServerMessage | None]" = queue.Queue()

@@ -2,6 +2,7 @@
 
 import importlib
 import inspect
+import os
 import re
 from pathlib import Path
 
@@ -9,11 +10,14 @@ import msgspec
 import pytest
 
 from scv.agents.session import open_agent_session
+from scv.chat.channel import ChatChannel
 from scv.config import load_config
 from scv.errors import RefusedError
 from scv.jobs.manager import Jobs
 from scv.messages import Call, Result
+from scv.skills.index import session_skills
 from scv.tools.base import Risk, ToolContext, ToolSpec
+from scv.tools.chat_keep import ChatKeepTool
 from scv.tools.registry import BUILTIN, Registry, executor_modules
 from scv.tools.services import Services
 
@@ -22,14 +26,25 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def ctx(workspace, scv_home, tmp_path, user_home):
-    """A session in which every built-in tool is offered: fake agent CLIs on the user's path and
-    a configured search backend."""
+    """A session in which every built-in tool is offered: fake agent CLIs on the user's path, a
+    configured search backend, a skill, and a chat channel whose bridge named its log (its media
+    folder is the one in chat_keep's example, so that example is this chat's file)."""
     from tests.agent_fakes import install
     for name in ("claude", "codex"):
         install(user_home / ".local" / "bin", name, tmp_path / "log" / name).write("exit 0\n")
     (scv_home / "config.toml").write_text('[agent]\nprefer = ["codex"]\n\n'
                                           '[web]\nsearch = "searxng"\nsearxng_url = "http://127.0.0.1:9"\n')
-    return ToolContext(workspace=workspace, config=load_config(workspace))
+    skill = scv_home / "skills" / "release-checks"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: release-checks\ndescription: Checks before a release.\n---\n")
+    (workspace / "out").mkdir()
+    (workspace / "out" / "chart.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    config = load_config(workspace)
+    folder = str(scv_home / "archive" / "wechat" / "default" / "wxid_owner")
+    channel = ChatChannel(kind="wechat", account="default", conversation="wxid_owner", home=str(scv_home),
+                          archive=str(scv_home / "archive"), conversation_dir=folder, log=folder,
+                          media=os.path.dirname(ChatKeepTool.example["path"]))
+    return ToolContext(workspace=workspace, config=config, skills=session_skills(workspace, config), channel=channel)
 
 
 @pytest.fixture

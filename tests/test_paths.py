@@ -1,5 +1,6 @@
 """The path validator (lexical, before approval) and open_beneath (at use, against real trees)."""
 
+import errno
 import os
 
 import pytest
@@ -115,3 +116,26 @@ def test_a_link_loop_is_refused(tmp_path):
                 open_beneath(root, ["a"], os.O_RDONLY, walker=walker)
     finally:
         os.close(root)
+
+
+@pytest.mark.parametrize("walker", [False, True], ids=["openat2", "walker"])
+def test_open_exact_follows_no_link_at_all(tmp_path, walker):
+    from scv.safe_open import open_exact
+    root = tmp_path / "root"
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "b" / "f").write_text("inside")
+    (root / "link-dir").symlink_to(root / "a")
+    (root / "a" / "link-file").symlink_to(root / "a" / "b" / "f")
+    fd_root = os.open(root, os.O_PATH | os.O_DIRECTORY)
+    try:
+        fd = open_exact(fd_root, ["a", "b", "f"], os.O_RDONLY, walker=walker)
+        assert os.read(fd, 10) == b"inside"
+        os.close(fd)
+        for parts, code in ((["link-dir", "b", "f"], errno.ELOOP), (["a", "link-file"], errno.ELOOP),
+                            (["a", "..", "a", "b", "f"], errno.EXDEV), (["a", "b", "f", "g"], errno.ENOTDIR),
+                            (["a", "missing"], errno.ENOENT)):
+            with pytest.raises(OSError) as caught:
+                open_exact(fd_root, parts, os.O_RDONLY, walker=walker)
+            assert caught.value.errno == code, parts
+    finally:
+        os.close(fd_root)

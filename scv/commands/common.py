@@ -8,6 +8,7 @@ import click
 from scv.config import load_config
 from scv.errors import UsageError
 from scv.lineage import inherited_depth
+from scv.skills.index import session_skills
 from scv.tools.base import ToolContext
 
 
@@ -26,7 +27,8 @@ def load_context(workspace: str | None) -> ToolContext:
     root = resolve_workspace(workspace)
     # A session started by a delegated agent carries its depth, so the delegation limit holds.
     depth = inherited_depth(dict(os.environ))
-    return ToolContext(workspace=root, config=load_config(root), delegation_depth=depth)
+    config = load_config(root)
+    return ToolContext(workspace=root, config=config, delegation_depth=depth, skills=session_skills(root, config))
 
 
 workspace_option = click.option("-C", "--workspace", "workspace", metavar="DIR", default=None,

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal, Union
 import msgspec
 from msgspec import Meta
 
+from scv.chat.layout import SAFE_ID
+
 PROTOCOL_VERSION = 3
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
@@ -30,12 +32,25 @@ class InitializeParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True)
     protocol_version: int
 
 
+SafeId = Annotated[str, Meta(pattern=SAFE_ID)]
+
+
+class ChannelParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """The chat conversation a bridge's session serves (docs/channels.md)."""
+    kind: Literal["wechat", "feishu"]
+    account: SafeId
+    conversation: SafeId
+    log: Annotated[str, Meta(min_length=1, max_length=4096)] | None = None
+    keep_days: Annotated[int, Meta(ge=1, le=36500)] | None = None
+
+
 class SessionStartParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     cwd: str | None = None
     delegation_depth: Annotated[int, Meta(ge=0, le=64)] = 0
     model: str | None = None
     auto_approve: bool = False
     system_prompt: str | None = None
+    channel: ChannelParams | None = None
 
 
 class TurnStartParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -20,6 +20,7 @@ import msgspec
 from scv import __version__
 from scv import events as ev
 from scv.cancellation import Cancellation
+from scv.chat.channel import open_channel
 from scv.commands.common import resolve_workspace
 from scv.config import load_config
 from scv.errors import ScvError
@@ -29,6 +30,7 @@ from scv.protocol.messages import (INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_
                                    TurnStart, decode_request, encode)
 from scv.providers.factory import build_provider
 from scv.session import Session
+from scv.skills.index import session_skills
 from scv.turn_loop import Phase
 from scv.stopping import SETTLE_SECONDS
 from scv.supervisor import Supervisor
@@ -225,9 +227,13 @@ class StdioServer:
             root = resolve_workspace(params.cwd)
             config = load_config(root)
             provider = build_provider(config, script=self.script, model=params.model)
+            wanted = params.channel
+            channel = None if wanted is None else open_channel(wanted.kind, wanted.account, wanted.conversation,
+                                                               wanted.log, wanted.keep_days, config)
         except ScvError as err:
             raise BadMessage(SERVER_ERROR, str(err), id) from None
-        ctx = ToolContext(workspace=root, config=config, delegation_depth=params.delegation_depth)
+        ctx = ToolContext(workspace=root, config=config, delegation_depth=params.delegation_depth,
+                          skills=session_skills(root, config), channel=channel)
         session = Session(self.supervisor, ctx, provider, emit=self.notify, asker=self._ask,
                           auto_approve=params.auto_approve, base_prompt=params.system_prompt)
         self.session = session
@@ -237,8 +243,11 @@ class StdioServer:
                                         daemon=True)
         self._worker.start()
         session.on_queued = lambda: work.put(None)      # wake the worker
-        return {"session_id": f"session-{uuid.uuid4().hex[:12]}", "workspace": str(root), "provider": provider.name,
-                "model": provider.model, "tools": session.registry.names()}
+        started = {"session_id": f"session-{uuid.uuid4().hex[:12]}", "workspace": str(root), "provider": provider.name,
+                   "model": provider.model, "tools": session.registry.names()}
+        if channel is not None:
+            started["channel"] = channel.describe()
+        return started
 
     def _start_turn(self, prompt: str, id) -> None:
         session = self.session

@@ -20,7 +20,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -32,6 +32,10 @@ from scv.risk import Risk
 from scv.tools.services import Services
 
 P = TypeVar("P")
+
+if TYPE_CHECKING:
+    from scv.chat.channel import ChatChannel
+    from scv.skills.index import SkillIndex
 
 
 class Launch(Protocol):
@@ -60,6 +64,10 @@ class ToolContext:
     config: Config
     # Delegation depth of this session (0 for a session a person or script started).
     delegation_depth: int = 0
+    # The skills discovered when the session started (None: skills are off or not looked for).
+    skills: "SkillIndex | None" = None
+    # The chat conversation a chat bridge's session serves (None: not a chat session).
+    channel: "ChatChannel | None" = None
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,19 @@ from scv.tools.agent_status import AgentStatusTool
 from scv.tools.agent_wait import AgentWaitTool
 from scv.tools.base import ToolContext, ToolSpec
 from scv.tools.bash import BashTool
+from scv.tools.chat_attach import ChatAttachTool
+from scv.tools.chat_history import ChatHistoryTool
+from scv.tools.chat_keep import ChatKeepTool
 from scv.tools.services import Services
 from scv.tools.read import ReadTool
+from scv.tools.read_skill import ReadSkillTool
 from scv.tools.web_fetch import WebFetchTool
 from scv.tools.web_search import WebSearchTool
 from scv.tools.write import WriteTool
 
 BUILTIN: tuple[type[ToolSpec], ...] = (ReadTool, WriteTool, BashTool, WebFetchTool, WebSearchTool, AgentTool,
-                                         AgentWaitTool, AgentStatusTool, AgentCancelTool)
+                                         AgentWaitTool, AgentStatusTool, AgentCancelTool, ReadSkillTool,
+                                         ChatAttachTool, ChatHistoryTool, ChatKeepTool)
 
 
 class Registry:

@@ -44,18 +44,21 @@ def pss_bytes(pid: int) -> int:
 
 
 class PeakMemory:
-    """Samples the resident memory of a set of processes (found again each time) every 5 ms."""
+    """Samples the resident memory of a set of processes (found again each time) every 5 ms:
+    their sum, or with `combine=max` the largest one's."""
 
-    def __init__(self, pids: Callable[[], list[int]], measure: Callable[[int], int] = rss_bytes):
+    def __init__(self, pids: Callable[[], list[int]], measure: Callable[[int], int] = rss_bytes,
+                 combine: Callable[[list[int]], int] = sum):
         self._pids = pids
         self._measure = measure
+        self._combine = combine
         self.peak = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
         while not self._stop.is_set():
-            self.peak = max(self.peak, sum(self._measure(pid) for pid in self._pids()))
+            self.peak = max(self.peak, self._combine([self._measure(pid) for pid in self._pids()] or [0]))
             time.sleep(0.005)
 
     def __enter__(self):
