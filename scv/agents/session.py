@@ -37,7 +37,7 @@ def agent_session(ctx: ToolContext) -> AgentSession:
     if state is None:
         home = scv_home()
         settings = ctx.config.agent
-        state = AgentSession(offered=discover(home=home),
+        state = AgentSession(offered=discover(home=home, settings=ctx.config.agents),
                              conversations=Conversations(settings.max_conversations,
                                                          settings.conversation_idle_seconds,
                                                          home / "state" / "conversations"))

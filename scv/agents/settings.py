@@ -5,9 +5,9 @@ agents that take them. (A project config cannot set these keys at all: see scv/c
 from pathlib import Path
 
 from scv.agents.options import EFFORTS, check_model
-from scv.config import Config
+from scv.config import AgentSettings, Config
 from scv.errors import ConfigError, RefusedError
-from scv.agents.descriptors import DESCRIPTORS
+from scv.agents.descriptors import ACP, DESCRIPTORS, RESUME, Descriptor
 
 MAX_USE_FOR_BYTES = 500
 
@@ -43,6 +43,35 @@ def check_agent_settings(config: Config, path: Path) -> None:
             if settings.effort not in EFFORTS:
                 raise ConfigError(f"{path}: agents.{name}.effort {settings.effort!r} is not one of "
                                   f"{', '.join(EFFORTS)}; pick one")
+        _check_transport(name, descriptor, settings, path)
         if settings.permissions not in ("default", "full"):
             raise ConfigError(f"{path}: agents.{name}.permissions {settings.permissions!r} is not \"default\" or "
                               "\"full\"; pick one")
+
+
+def _check_transport(name: str, descriptor: Descriptor, settings: AgentSettings, path: Path) -> None:
+    """`transport`, `command` and `args` (user-only keys, as every [agents.NAME] key is)."""
+    if descriptor.nested:
+        if settings.transport != "auto":
+            raise ConfigError(f"{path}: agents.{name}.transport is set, but the nested SCV always runs scv server "
+                              "--stdio and speaks SCV's own protocol; remove it")
+        if settings.args is not None:
+            raise ConfigError(f"{path}: agents.{name}.args is set, but the nested SCV always runs scv server --stdio; "
+                              "remove it (command may name the scv to run)")
+    elif settings.transport == ACP and descriptor.acp is None:
+        raise ConfigError(f"{path}: agents.{name}.transport is \"acp\", but {name} has no Agent Client Protocol "
+                          f"server; set \"{RESUME}\" or remove it")
+    elif settings.transport == ACP and settings.command is not None:
+        raise ConfigError(f"{path}: agents.{name}.command is set, but transport = \"acp\" never runs the CLI; "
+                          "remove command, or set transport = \"auto\" to run that CLI")
+    command = settings.command
+    if command is not None:
+        if not command.strip() or "\x00" in command or command != command.strip():
+            raise ConfigError(f"{path}: agents.{name}.command must name an executable (a name looked up like the "
+                              "built-in one, or an absolute path); fix the value")
+        if "/" in command and not command.startswith("/"):
+            raise ConfigError(f"{path}: agents.{name}.command {command!r} is a relative path; give an absolute path "
+                              "or a name looked up in ~/.local/bin and on PATH")
+    for arg in settings.args or ():
+        if "\x00" in arg:
+            raise ConfigError(f"{path}: agents.{name}.args holds a NUL byte; remove it")
