@@ -71,9 +71,11 @@ def test_codex_status_never_shows_the_part_of_the_key_codex_prints(user, tmp_pat
 def test_uninstalled_agents_say_so(user):
     proc = run_scv("agents", "status", "--json")
     entries = json.loads(proc.stdout)["agents"]
-    assert [e["agent"] for e in entries] == ["claude", "codex", "grok", "dsh", "pi"]
-    for entry in entries:
+    assert [e["agent"] for e in entries] == ["claude", "codex", "grok", "dsh", "pi", "scv"]
+    for entry in entries[:-1]:
         assert entry["installed"] is False and entry["summary"].startswith("not installed")
+    # The nested SCV needs no install (the running SCV nests itself), only a provider.
+    assert entries[-1]["installed"] is True and entries[-1]["summary"] == "signed out"
 
 
 def test_grok_status_reads_its_files_only(user, tmp_path, scv_home):
