@@ -168,13 +168,15 @@ def test_cancel_sends_session_cancel_and_a_settled_agent_keeps_the_conversation(
 
 def test_a_timed_out_turn_stays_resumable(user, tmp_path, harness, live):
     server = peer(user, tmp_path)
-    agent, args, ctx = begin(harness, live, server, "slow", timeout=1.0)
+    agent, args, ctx = begin(harness, live, server, "count")
+    agent.turn(args, ctx)
+    slow = dict(args, prompt="slow", turn=2)
     with pytest.raises(ToolFailure) as failure:
-        agent.turn(args, ctx)
+        agent.turn(slow, harness.context(slow, timeout=1.0))
     assert failure.value.fields["status"] == "timeout" and "_conversation_ended" not in failure.value.fields
     assert len(server.events("session/cancel")) == 1
-    args2 = dict(args, prompt="count", turn=2)
-    assert agent.turn(args2, harness.context(args2))["status"] == "completed"
+    again = dict(args, prompt="count", turn=3)
+    assert agent.turn(again, harness.context(again))["reply"].startswith("turn 3 ")
 
 
 def test_an_agent_that_ignores_session_cancel_is_shut_down(user, tmp_path, harness, live, scv_home):

@@ -23,7 +23,7 @@ from workers.agents.outcome import ROOT_HINT, hint_for
 from workers.agents.redact import redact_message
 from workers.agents.report import AVAILABILITY, usage_of
 from workers.live import acp_turn
-from workers.live.acp_wire import (AUTH_REQUIRED, INVALID_PARAMS, METHOD_NOT_FOUND, PROTOCOL_VERSION, AgentGone,
+from workers.live.acp_wire import (AUTH_REQUIRED, INVALID_PARAMS, METHOD_NOT_FOUND, PROTOCOL_VERSION,
                                    CancelledOutcome, CancelParams, ClientCapabilities, ClientInfo, ConfigOption,
                                    ConfigOptionsResult, ConfigOptionUpdate, Incoming, InitializeParams,
                                    InitializeResult, NewSessionParams, NewSessionResult, PermissionParams,
@@ -230,7 +230,7 @@ class AcpAgent(LiveConversation):
                 raise Ended(self._stopping, self._unsettled(), keep=False)
             until = self._settle_by if self._stopping is not None else deadline
             self._flush()
-            pumped = self.proc.pump(self.wait_seconds(until), ctx.token.fds(), self.wire.out, self._flush)
+            pumped = self.proc.pump(self.wait_seconds(until), ctx.token.fds(), self.wire.out)
             if pumped.ready:
                 ctx.token.check()
             for chunk in pumped.stdout:
@@ -270,14 +270,7 @@ class AcpAgent(LiveConversation):
         return f"; its stderr ends: {redact_message(tail[-300:], 300)}" if tail else ""
 
     def _flush(self) -> None:
-        if self.proc.stdin_fd is None:
-            self.wire.out.clear()
-            return
-        try:
-            self.wire.flush(self.proc.stdin_fd)
-        except AgentGone:
-            self.proc.close_stdin()
-            self.wire.out.clear()
+        self.proc.flush(self.wire.out)
 
     # --- what the agent sends ------------------------------------------------------------------
 
@@ -342,7 +335,7 @@ class AcpAgent(LiveConversation):
         if not self.proc.alive:
             self.proc.forget()
             return False
-        pumped = self.proc.pump(0, (), self.wire.out, self._flush)
+        pumped = self.proc.pump(0, (), self.wire.out)
         for chunk in pumped.stdout:
             self._dispatch(self.wire.feed(chunk), None)
         if pumped.exited:

@@ -13,7 +13,6 @@ error as raw JSON), then the part the conversation needs, by the method or by th
 response answers. The envelope of a run of lines is decoded in one call.
 """
 
-import os
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Union
@@ -374,14 +373,10 @@ class _OutError(msgspec.Struct, kw_only=True):
 _encoder = msgspec.json.Encoder()
 
 
-class AgentGone(Exception):
-    """The agent closed its stdin: nothing more can be sent."""
-
-
 class Wire:
     """Both directions of one ACP connection. `feed()` takes what the agent printed and returns
-    what it means; the send methods queue lines in `out`, which `flush(fd)` writes as far as
-    the pipe takes them (the descriptor is non-blocking, so a stalled agent never stalls SCV)."""
+    what it means; the send methods queue lines in `out` for the caller to write as the pipe
+    takes them (non-blocking, so a stalled agent never stalls SCV)."""
 
     def __init__(self, first_id: int = 0, limit: int = MAX_LINE_BYTES):
         self._next_id = first_id
@@ -413,18 +408,6 @@ class Wire:
 
     def respond_error(self, request_id: int | str | None, code: int, message: str) -> None:
         self.out += _encoder.encode(_OutError(id=request_id, error=_OutErrorBody(code, message))) + b"\n"
-
-    def flush(self, fd: int) -> bool:
-        """Writes what is queued; True once nothing is left. AgentGone when the agent's stdin is closed."""
-        while self.out:
-            try:
-                written = os.write(fd, self.out)
-            except BlockingIOError:
-                return False
-            except (BrokenPipeError, OSError) as err:
-                raise AgentGone(str(err)) from None
-            del self.out[:written]
-        return True
 
     # --- receiving ---
 

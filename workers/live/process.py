@@ -81,11 +81,27 @@ class LiveProcess:
 
     # --- waiting -----------------------------------------------------------------------------
 
-    def pump(self, timeout: float | None, watch: list[int] = (), out: bytearray | None = None,
-             write=None) -> Pumped:
-        """One wait of at most `timeout` seconds. `write()` is called when stdin can take more of
-        what the caller queued (`out` non-empty)."""
+    def flush(self, out: bytearray) -> None:
+        """Writes as much of `out` to stdin as the pipe takes now (what is written is removed). A
+        process that closed its stdin gets nothing more: `out` is dropped."""
+        while out and self.stdin_fd is not None:
+            try:
+                written = os.write(self.stdin_fd, out)
+            except BlockingIOError:
+                return
+            except OSError:
+                self.close_stdin()
+                break
+            del out[:written]
+        if self.stdin_fd is None:
+            out.clear()
+
+    def pump(self, timeout: float | None, watch: list[int] = (), out: bytearray | None = None) -> Pumped:
+        """One wait of at most `timeout` seconds, writing `out` (the caller's queued lines for the
+        process's stdin) as the pipe takes it."""
         result = Pumped()
+        if out:
+            self.flush(out)
         selector = selectors.DefaultSelector()
         try:
             for fd, tag in ((self.stdout_fd, "out"), (self.stderr_fd, "err"), (self.pidfd, "exit")):
@@ -111,8 +127,8 @@ class LiveProcess:
                 self._collect()
             elif key.data == "watch":
                 result.ready.add(key.fd)
-            elif key.data == "in" and write is not None:
-                write()
+            elif key.data == "in":
+                self.flush(out)
         if not self.alive:
             result.stdout.extend(self._drain())
             result.exited = True
