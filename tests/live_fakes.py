@@ -133,3 +133,45 @@ def install_peer(user_home: Path, log_dir: Path, name: str = "claude-agent-acp",
     agent.write(f"exec {q(sys.executable)} {q(str(PEER))} --log {q(str(events))} "
                 f"{' '.join(q(f) for f in flags)} \"$@\"\n")
     return FakeServer(agent, events)
+
+
+# A bash stand-in for `scv server --stdio`: helpers that read one request (its method and id,
+# logged to requests.jsonl) and print responses and notifications; a scenario is bash using them.
+NESTED_HELPERS = r'''
+next() {
+  IFS= read -r LINE || { if declare -F on_eof >/dev/null; then on_eof; fi; exit 0; }
+  printf '%s\n' "$LINE" >> "$LOG"
+  METHOD=$(sed -n 's/.*"method":"\([^"]*\)".*/\1/p' <<<"$LINE")
+  ID=$(sed -n 's/^{"jsonrpc":"2.0","id":\([0-9]*\),.*/\1/p' <<<"$LINE")
+}
+reply() { printf '{"jsonrpc":"2.0","id":%s,"result":%s}\n' "$ID" "$1"; }
+# A message built by emit() in Python: @T@ becomes the current turn id ($T), @PID@ this process,
+# @R@ whatever the scenario put in $R.
+R=""
+out() { local l=$1; l=${l//@T@/$T}; l=${l//@PID@/$$}; l=${l//@R@/$R}; printf '%s\n' "$l"; }
+refuse() { printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"%s"}}\n' "$ID" "$1"; }
+note() { printf '{"jsonrpc":"2.0","method":"%s","params":%s}\n' "$1" "$2"; }
+handshake() {
+  next; reply '{"protocol_version":3,"server":{"name":"scv","version":"0.0-standin"}}'
+  next; reply '{"session_id":"session-standin","workspace":"/","provider":"fake","model":"m","tools":["bash"]}'
+}
+'''
+
+
+def install_nested(user_home: Path, log_dir: Path, scenario: str) -> FakeServer:
+    """The bash stand-in as `scv` in the fake user's ~/.local/bin; `scenario` is its bash body."""
+    agent = install(user_home / ".local" / "bin", "scv", log_dir)
+    requests = log_dir / "requests.jsonl"
+    agent.write(f"LOG={shlex.quote(str(requests))}\n{NESTED_HELPERS}\n{scenario}\n")
+    return FakeServer(agent, requests)
+
+
+def nested_requests(server: FakeServer) -> list[dict[str, Any]]:
+    if not server.log.exists():
+        return []
+    return [json.loads(line) for line in server.log.read_text().splitlines() if line.strip()]
+
+
+def emit(method: str, **params: Any) -> str:
+    """A bash line printing one notification of the nested protocol (see NESTED_HELPERS' out)."""
+    return "out " + shlex.quote(json.dumps({"jsonrpc": "2.0", "method": method, "params": params}))

@@ -64,7 +64,7 @@ def choose_option(options: list[PermissionOption], approved: bool) -> str | None
 
 
 class TurnState:
-    """The reply and progress of one prompt."""
+    """The reply and progress of one turn (of an ACP agent, or of a nested SCV)."""
 
     def __init__(self, limit_bytes: int, offer: Callable[[str], None]):
         self.limit_bytes = limit_bytes
@@ -76,6 +76,7 @@ class TurnState:
         self._titles: dict[str, str] = {}
         self._plan_step: str | None = None
         self.denied = 0             # permission requests SCV answered with a rejection
+        self._pieces = 0            # pieces of text since the last response ended
 
     # --- the reply ---
 
@@ -101,12 +102,27 @@ class TurnState:
         if isinstance(update, MessageChunk):
             content = update.content
             if content is not None and isinstance(content.text, str) and content.text:
-                self._keep(content.text)
-                self._text_lines(content.text)
+                self.on_text(content.text)
         elif isinstance(update, (ToolCallStart, ToolCallProgress)):
             self._tool(update)
         elif isinstance(update, PlanUpdate):
             self._plan(update)
+
+    def on_text(self, text: str) -> None:
+        """A piece of the agent's message text: kept for the reply, its completed lines shown."""
+        self._keep(text)
+        self._pieces += 1
+        self._text_lines(text)
+
+    def end_text(self, whole: str | None = None) -> None:
+        """One response of the agent ended (`whole` is its text, for agents that send no pieces)."""
+        if self._pieces == 0 and whole:
+            self._text_lines(whole)
+        self._pieces = 0
+        self.finish()
+
+    def offer(self, line: str) -> None:
+        self._offer(line)
 
     def _text_lines(self, text: str) -> None:
         pending = self._line + text
