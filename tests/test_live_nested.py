@@ -279,3 +279,37 @@ def test_teardown_closes_stdin_and_the_child_exits_on_eof(user, tmp_path, harnes
     agent.close()
     assert (tmp_path / "eof").read_text() == "eof\n"        # it saw EOF and ended by itself
     assert records.read(scv_home, HANDLE) is None and tagged_with(f"s-test/{HANDLE}") == []
+
+
+def test_a_real_nested_scv_against_the_fake_provider(user, tmp_path, harness, live, scv_home, workspace,
+                                                     monkeypatch):
+    """The running SCV nests itself (`python -m scv server --stdio`) with the provider that
+    `scv agents import scv` copied; its bash call's approval comes back through the caller's gate."""
+    import sys
+
+    from tests.conftest import ROOT, run_scv, scv_env
+    from tests.fake_openai import FakeOpenAI, Reply
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    fake = FakeOpenAI()
+    try:
+        (scv_home / "config.toml").write_text(fake.config())
+        imported = run_scv("agents", "import", "scv", env=scv_env(SCV_HOME=str(scv_home), FAKE_OPENAI_KEY="sk-test"))
+        assert imported.returncode == 0, imported.stderr
+        fake.enqueue(Reply(calls=[("c1", "bash", json.dumps({"command": "echo nested > made-by-nested.txt"}))]),
+                     Reply(text="the nested SCV made the file"), Reply(text="second turn"))
+        args = acp_args("scv", sys.executable, "make the file")
+        args["argv"], args["delegation"] = [sys.executable, "-m", "scv", "server", "--stdio"], HANDLE
+        ctx = harness.context(args, answer=lambda ask: True, timeout=120)
+        agent = nested_scv.start(args, ctx)
+        live.append(agent)
+        first = agent.turn(args, ctx)
+        assert first["status"] == "completed" and first["reply"] == "the nested SCV made the file"
+        assert (workspace / "made-by-nested.txt").read_text() == "nested\n"
+        assert [(a.tool, a.risk) for a in ctx.asked] == [("bash", "process")]
+        assert ctx.asked[0].summary.startswith("[scv-1 depth 1] ")
+        assert any(line.startswith("bash echo nested") for line in ctx.lines) or ctx.lines[-1] == "bash done"
+        later, ctx2 = again(harness, args, "and again", 2)
+        assert agent.turn(later, ctx2)["reply"] == "second turn"
+        assert fake.requests[0].headers["Authorization"] == "Bearer sk-test"
+    finally:
+        fake.close()
