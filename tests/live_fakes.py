@@ -175,3 +175,27 @@ def nested_requests(server: FakeServer) -> list[dict[str, Any]]:
 def emit(method: str, **params: Any) -> str:
     """A bash line printing one notification of the nested protocol (see NESTED_HELPERS' out)."""
     return "out " + shlex.quote(json.dumps({"jsonrpc": "2.0", "method": method, "params": params}))
+
+
+ACP_CAPTURES = ROOT / "tests" / "fixtures" / "acp"
+REPLAY = ROOT / "tests" / "acp_replay.py"
+
+
+def install_replay(user_home: Path, log_dir: Path, agent: str, capture: str, name: str) -> FakeServer:
+    """A fake ACP server `name` that replays the captured transcript `<agent>/<capture>`."""
+    fake = install(user_home / ".local" / "bin", name, log_dir)
+    events = log_dir / "replay.jsonl"
+    q = shlex.quote
+    transcript = ACP_CAPTURES / agent / f"{capture}.transcript.jsonl"
+    fake.write(f"exec {q(sys.executable)} {q(str(REPLAY))} {q(str(transcript))} --log {q(str(events))}\n")
+    return FakeServer(fake, events)
+
+
+def transcript_updates(agent: str, capture: str) -> list[bytes]:
+    """The raw params of every `session/update` the captured agent sent."""
+    found = []
+    for line in (ACP_CAPTURES / agent / f"{capture}.transcript.jsonl").read_text().splitlines():
+        message = json.loads(line)["msg"]
+        if message.get("method") == "session/update":
+            found.append(json.dumps(message["params"]).encode())
+    return found
