@@ -17,6 +17,7 @@ from workers.live.acp_wire import (MessageChunk, PermissionOption, PermissionPar
                                    ToolCallStart, Update)
 
 MAX_SUMMARY_CHARS = 500
+MAX_HELD_LINE = 4096        # of a line of text still arriving, what is kept to show
 
 # The risk of a permission request, by its tool kind, in SCV's own terms.
 _READING = ("read", "search", "think")
@@ -125,10 +126,14 @@ class TurnState:
         self._offer(line)
 
     def _text_lines(self, text: str) -> None:
-        pending = self._line + text
-        *complete, self._line = pending.split("\n")
-        if len(self._line) > 4096:
-            self._line = self._line[:4096]         # a line this long only ever shows its start
+        if "\n" not in text:
+            # The common piece: part of a line. A line this long only ever shows its start.
+            if len(self._line) < MAX_HELD_LINE:
+                self._line += text[:MAX_HELD_LINE - len(self._line)]
+            return
+        *complete, rest = text.split("\n")
+        complete[0] = self._line + complete[0]
+        self._line = rest[:MAX_HELD_LINE]
         for line in complete:
             if line.strip():
                 self._offer(line)
