@@ -358,3 +358,20 @@ def test_a_server_killed_between_turns_is_collected_at_once(user, tmp_path, harn
         agent.turn(dict(args, turn=2), harness.context(args))
     assert "its server exited (was killed by SIGKILL)" in str(failure.value)
     assert failure.value.fields["_conversation_ended"] is True
+
+
+def test_scv_agents_ps_lists_it_idle_between_turns_and_kill_stops_it(user, tmp_path, harness, live, scv_home):
+    import json
+
+    from tests.conftest import run_scv, scv_env
+    server = peer(user, tmp_path, "--linger")
+    agent, args, ctx = begin(harness, live, server, "count")
+    env = scv_env(SCV_HOME=str(scv_home))
+    agent.turn(args, ctx)
+    listed = json.loads(run_scv("agents", "ps", "--json", env=env).stdout)["delegations"]
+    assert [(d["handle"], d["state"], d["conversation"], d["turn"]) for d in listed] == [
+        ("claude-a1b2c3", "idle", "claude-1", 1)]
+    killed = run_scv("agents", "kill", "claude-a1b2c3", env=env)
+    assert killed.returncode == 0, killed.stderr
+    wait_for(lambda: not agent.on_idle())
+    assert record_of(scv_home) is None and tagged_with("s-test/claude-a1b2c3") == []
