@@ -137,3 +137,30 @@ def test_a_project_config_sets_none_of_the_agent_keys(tmp_path, key):
     with pytest.raises(ConfigError) as err:
         load_config(Path(ws), home)
     assert "may not be set by a project config" in str(err.value)
+
+
+def test_live_approval_summaries_name_the_server_the_prompt_and_full_permissions():
+    from scv.agents.live_plan import FACTORIES, server_argv, summary, worker_args
+    from scv.agents.offered import OfferedAgent
+    grok = pick("grok", "grok")
+    offered = OfferedAgent(DESCRIPTORS["grok"], grok.executable, grok)
+    assert server_argv(offered, True) == ["/home/u/.local/bin/grok", "agent", "--always-approve", "stdio"]
+    text = summary(offered, prompt="fix the\nbuild", directory="/ws", timeout_seconds=3600, full_permissions=True,
+                   conversation=None, model="grok-5")
+    assert text.startswith('agent grok: Launch /home/u/.local/bin/grok with args ["agent", "--always-approve", '
+                           '"stdio"] over the Agent Client Protocol, kept for the conversation, in /ws, model grok-5 '
+                           '(timeout 3600 s), prompt: "fix the\\\\nbuild". Delegate risk:')
+    assert "come back here for approval" in text and text.endswith("sandbox switched off.")
+    nested = pick("scv")
+    later = summary(OfferedAgent(DESCRIPTORS["scv"], nested.executable, nested), prompt="go", directory="/ws",
+                    timeout_seconds=60, full_permissions=False, conversation="scv-1")
+    assert later.startswith("agent scv: Continue conversation scv-1 (/usr/bin/python3 as a nested SCV session) in /ws")
+    args = worker_args(offered, prompt="p", cwd=None, full_permissions=False, session_id="s", delegation="grok-1",
+                       depth=1, conversation="grok-1", turn=1, model=None, effort=None)
+    assert args["argv"] == ["/home/u/.local/bin/grok", "agent", "stdio"]
+    from workers.live import acp, nested_scv
+    from workers.runtime import resolve
+    assert resolve(FACTORIES["acp"]) is acp.start and resolve(FACTORIES["scv"]) is nested_scv.start
+    cli = pick("pi", "pi")
+    with pytest.raises(ValueError):
+        server_argv(OfferedAgent(DESCRIPTORS["pi"], cli.executable, cli), False)
