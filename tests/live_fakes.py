@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import pytest
+
 from scv.frames import frame
 from scv.messages import Call, Cancel, encode
 from tests.agent_fakes import FakeAgent, install
@@ -199,3 +201,29 @@ def transcript_updates(agent: str, capture: str) -> list[bytes]:
         if message.get("method") == "session/update":
             found.append(json.dumps(message["params"]).encode())
     return found
+
+
+# Fixtures of the live-agent tests (imported by their modules): a fake user whose ~/.local/bin
+# holds the fake servers, the harness, and every live agent a test started, closed at its end.
+
+@pytest.fixture
+def user(tmp_path, monkeypatch):
+    home = tmp_path / "user"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    return home
+
+
+@pytest.fixture
+def harness(workspace, scv_home):
+    made = Harness(workspace, scv_home)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def live():
+    started = []
+    yield started
+    for agent in started:
+        agent.close()

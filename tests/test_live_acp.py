@@ -11,33 +11,10 @@ import pytest
 
 from scv.delegations import records
 from tests.delegation_fakes import tagged_with, wait_for
-from tests.live_fakes import Harness, acp_args, install_peer
+from tests.live_fakes import harness, live, user  # noqa: F401 (fixtures)
+from tests.live_fakes import acp_args, install_peer
 from workers.live import acp
 from workers.runtime import ToolFailure
-
-
-@pytest.fixture
-def user(tmp_path, monkeypatch):
-    home = tmp_path / "user"
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    return home
-
-
-@pytest.fixture
-def harness(workspace, scv_home):
-    made = Harness(workspace, scv_home)
-    yield made
-    made.close()
-
-
-@pytest.fixture
-def live():
-    """Every agent a test started is closed at its end, whatever happened."""
-    started = []
-    yield started
-    for agent in started:
-        agent.close()
 
 
 def peer(user, tmp_path, *flags, name="claude-agent-acp"):

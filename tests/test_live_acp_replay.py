@@ -6,28 +6,14 @@ turn's state, line by line (no throttle)."""
 import msgspec
 import pytest
 
-from tests.live_fakes import Harness, acp_args, install_replay, transcript_updates
+from tests.live_fakes import harness, user  # noqa: F401 (fixtures)
+from tests.live_fakes import acp_args, install_replay, transcript_updates
 from workers.live import acp
 from workers.live.acp_turn import TurnState
 from workers.live.acp_wire import decode_update
 from workers.runtime import ToolFailure
 
 SERVERS = {"claude": "claude-agent-acp", "codex": "codex-acp"}
-
-
-@pytest.fixture
-def user(tmp_path, monkeypatch):
-    home = tmp_path / "user"
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    return home
-
-
-@pytest.fixture
-def harness(workspace, scv_home):
-    made = Harness(workspace, scv_home)
-    yield made
-    made.close()
 
 
 @pytest.fixture

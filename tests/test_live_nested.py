@@ -10,34 +10,12 @@ import pytest
 
 from scv.delegations import records
 from tests.delegation_fakes import tagged_with, wait_for
-from tests.live_fakes import Harness, acp_args, emit, install_nested, nested_requests
+from tests.live_fakes import harness, live, user  # noqa: F401 (fixtures)
+from tests.live_fakes import acp_args, emit, install_nested, nested_requests
 from workers.live import nested_scv
 from workers.runtime import ToolFailure
 
 HANDLE = "scv-a1b2c3"
-
-
-@pytest.fixture
-def user(tmp_path, monkeypatch):
-    home = tmp_path / "user"
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    return home
-
-
-@pytest.fixture
-def harness(workspace, scv_home):
-    made = Harness(workspace, scv_home)
-    yield made
-    made.close()
-
-
-@pytest.fixture
-def live():
-    started = []
-    yield started
-    for agent in started:
-        agent.close()
 
 
 def turns(*steps: str, after: str = "") -> str:

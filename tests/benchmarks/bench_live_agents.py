@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.benchmarks.common import PeakMemory, line, rss_bytes
+from tests.benchmarks.common import PeakMemory, chunked_stream, line, rss_bytes
 from tests.live_fakes import ACP_CAPTURES, Harness, acp_args
 from workers.live import acp
 from workers.live.acp_turn import TurnState
@@ -53,18 +53,8 @@ def _big_line() -> bytes:
 
 
 def stream(block: bytes, big: bytes):
-    every = STREAM_BYTES // (BIG_LINES + 1)
-    sent, next_big = 0, every
-    while sent < STREAM_BYTES:
-        if sent >= next_big:
-            next_big += every
-            for start in range(0, len(big), CHUNK):
-                yield big[start:start + CHUNK]
-            sent += len(big)
-            continue
-        for start in range(0, len(block), CHUNK):
-            yield block[start:start + CHUNK]
-        sent += len(block)
+    """Yields the synthetic stream in 1 MiB chunks without holding it."""
+    return chunked_stream(block, big, STREAM_BYTES, BIG_LINES, CHUNK)
 
 
 def decode_all(block: bytes, big: bytes) -> tuple[float, int, int]:

@@ -30,7 +30,7 @@ from workers.live.acp_wire import (AUTH_REQUIRED, INVALID_PARAMS, METHOD_NOT_FOU
                                    PermissionResult, PromptParams, PromptResult, Response, RpcError,
                                    SelectedOutcome, SetConfigOptionParams, SetModeParams, TextBlock, Wire,
                                    WireError, decode_as, decode_update)
-from workers.live.conversation import SETTLE_SECONDS, Ended, LiveConversation
+from workers.live.conversation import SETTLE_SECONDS, Ended, LiveConversation, opened
 from workers.runtime import ToolFailure, WorkerContext
 
 # What a session option of each kind is called: by category first, then by the ids agents use.
@@ -57,7 +57,7 @@ class AcpAgent(LiveConversation):
 
     # --- the conversation's start --------------------------------------------------------------
 
-    def open(self, ctx: WorkerContext) -> None:
+    def open(self, args: dict[str, Any], ctx: WorkerContext) -> None:
         deadline = self._first_deadline or time.monotonic() + ctx.call.timeout_seconds
         capabilities = InitializeParams(PROTOCOL_VERSION, ClientCapabilities(), ClientInfo("scv", __version__))
         answer = self._ask_agent("initialize", capabilities, ctx, deadline)
@@ -329,32 +329,17 @@ class AcpAgent(LiveConversation):
 
     # --- between calls -------------------------------------------------------------------------
 
-    def on_idle(self) -> bool:
-        """Output between calls: updates are dropped, requests answered as with no approval gate;
-        False once the server is gone (collected, its group stopped, its record removed)."""
-        if not self.proc.alive:
-            self.proc.forget()
-            return False
-        pumped = self.proc.pump(0, (), self.wire.out)
-        for chunk in pumped.stdout:
+    def queued(self) -> bytearray:
+        return self.wire.out
+
+    def idle_output(self, chunks: list[bytes], closing: bool) -> None:
+        """Between calls updates are dropped and requests answered as with no approval gate."""
+        for chunk in chunks:
             self._dispatch(self.wire.feed(chunk), None)
-        if pumped.exited:
-            self.proc.forget()
-            return False
-        return True
+        if closing:
+            self._dispatch(self.wire.close(), None)
 
 
 def start(args: dict[str, Any], ctx: WorkerContext) -> AcpAgent:
     """The factory the live worker runtime calls with the conversation's first call."""
-    agent = AcpAgent(args, ctx)
-    try:
-        agent.open(ctx)
-    except Ended as ended:
-        if not ended.keep or agent.session is None:
-            agent.proc.shutdown()
-            ended.keep = False
-        raise agent.failure(ended, agent.result(ended.status, "", None, False)) from None
-    except BaseException:
-        agent.proc.shutdown()
-        raise
-    return agent
+    return opened(AcpAgent(args, ctx), args, ctx)

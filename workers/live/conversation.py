@@ -9,6 +9,7 @@ The arguments of the first call (built and approved on the supervisor side):
 `model` and `effort`. `ctx.options["scv_home"]` names the session's SCV_HOME.
 """
 
+import abc
 import os
 import time
 from pathlib import Path
@@ -39,7 +40,7 @@ class Ended(Exception):
         self.hint = hint
 
 
-class LiveConversation:
+class LiveConversation(abc.ABC):
     """The process and record side of a live agent; subclasses speak its protocol."""
 
     def __init__(self, args: dict[str, Any], ctx: WorkerContext, extra_env: dict[str, str] | None = None):
@@ -141,6 +142,46 @@ class LiveConversation:
     def idle_fds(self) -> list[int]:
         return self.proc.fds() if self.proc.alive else []
 
+    @abc.abstractmethod
+    def open(self, args: dict[str, Any], ctx: WorkerContext) -> None:
+        """The handshake, within the first call's deadline; Ended when the agent cannot serve."""
+
+    @abc.abstractmethod
+    def queued(self) -> bytearray:
+        """The lines waiting for the process's stdin."""
+
+    @abc.abstractmethod
+    def idle_output(self, chunks: list[bytes], closing: bool) -> None:
+        """What the process printed between calls (`closing`: its stdout ended)."""
+
+    def on_idle(self) -> bool:
+        """Output between calls; False once the process is gone (collected, its group and
+        everything tagged stopped, its record removed)."""
+        if not self.proc.alive:
+            self.proc.forget()
+            return False
+        pumped = self.proc.pump(0, (), self.queued())
+        self.idle_output(pumped.stdout, pumped.exited)
+        if pumped.exited:
+            self.proc.forget()
+            return False
+        return True
+
     def close(self) -> None:
         """The conversation ended: stdin closed, 2 s of grace, then the group and everything tagged."""
         self.proc.shutdown()
+
+
+def opened(agent: LiveConversation, args: dict[str, Any], ctx: WorkerContext) -> LiveConversation:
+    """The agent after its handshake. A start that fails keeps nothing: its process is stopped and
+    the call fails with the reason (a conversation exists only once its first call is served)."""
+    try:
+        agent.open(args, ctx)
+    except Ended as ended:
+        agent.proc.shutdown()
+        ended.keep = False
+        raise agent.failure(ended, dict(agent.blank(), _cwd=agent.cwd)) from None
+    except BaseException:
+        agent.proc.shutdown()
+        raise
+    return agent

@@ -25,7 +25,7 @@ from workers.agents.redact import redact_message
 from workers.agents.report import AVAILABILITY, as_int
 from workers.agents import verdict
 from workers.live.acp_turn import TurnState
-from workers.live.conversation import SETTLE_SECONDS, Ended, LiveConversation
+from workers.live.conversation import SETTLE_SECONDS, Ended, LiveConversation, opened
 from workers.live.nested_jobs import JobLedger
 from workers.runtime import ToolFailure, WorkerContext
 
@@ -328,28 +328,14 @@ class NestedScv(LiveConversation):
 
     # --- between calls -------------------------------------------------------------------------
 
-    def on_idle(self) -> bool:
-        if not self.proc.alive:
-            self.proc.forget()
-            return False
-        pumped = self.proc.pump(0, (), self.out)
-        self._read(pumped.stdout, pumped.exited)
-        if pumped.exited:
-            self.proc.forget()
-            return False
-        return True
+    def queued(self) -> bytearray:
+        return self.out
+
+    def idle_output(self, chunks: list[bytes], closing: bool) -> None:
+        """Between calls its own turns' approval requests are denied and its jobs counted."""
+        self._read(chunks, closing)
 
 
 def start(args: dict[str, Any], ctx: WorkerContext) -> NestedScv:
     """The factory the live worker runtime calls with the conversation's first call."""
-    agent = NestedScv(args, ctx)
-    try:
-        agent.open(args, ctx)
-    except Ended as ended:
-        agent.proc.shutdown()
-        ended.keep = False
-        raise agent.failure(ended, agent._result(ended.status, "", None, False)) from None
-    except BaseException:
-        agent.proc.shutdown()
-        raise
-    return agent
+    return opened(NestedScv(args, ctx), args, ctx)
