@@ -291,3 +291,16 @@ def test_a_real_nested_scv_against_the_fake_provider(user, tmp_path, harness, li
         assert fake.requests[0].headers["Authorization"] == "Bearer sk-test"
     finally:
         fake.close()
+
+
+def test_a_private_home_without_a_provider_fails_the_start_with_the_import_hint(user, tmp_path, harness, scv_home):
+    server = install_nested(user, tmp_path / "log", "next; reply '{\"protocol_version\":3}'\nnext; refuse "
+                            "'no model provider is configured; set [provider] active'\nnext")
+    args = acp_args("scv", server.executable, "go")
+    args["argv"], args["delegation"] = [str(server.executable), "server", "--stdio"], HANDLE
+    with pytest.raises(ToolFailure) as failure:
+        nested_scv.start(args, harness.context(args))
+    fields = failure.value.fields
+    assert "refused session.start: no model provider is configured" in str(failure.value)
+    assert "scv agents login scv" in fields["hint"] and fields["_available"] is False
+    assert fields["_conversation_ended"] is True and records.read(scv_home, HANDLE) is None

@@ -13,6 +13,7 @@ requests of turns it starts itself are denied (no call is there to carry them to
 its background jobs are counted until its model has seen their results.
 """
 
+import re
 import time
 from typing import Any
 
@@ -33,6 +34,8 @@ PROTOCOL_VERSION = 3
 MAX_LINE_BYTES = 16 * 1024 * 1024       # the protocol's own limit
 BUSY = "a turn is already running"
 BUSY_RETRY_SECONDS = 0.05
+# The nested SCV's words for a private home without a usable provider (what `scv agents import scv` fixes).
+NO_PROVIDER = re.compile(r"no model provider is configured|there is no \[providers\.|providers\.\S+ names no model")
 
 
 class Message(msgspec.Struct, gc=False):
@@ -127,7 +130,7 @@ class NestedScv(LiveConversation):
         answer = self._answers.pop(request_id)
         if answer.error is not None:
             text = redact_message(str(answer.error.get("message") or answer.error))
-            signin = "provider" in text.lower() and ("no " in text.lower() or "not" in text.lower())
+            signin = bool(NO_PROVIDER.search(text))
             kind = verdict.classify(text)
             raise Ended("failed", f"the nested scv refused {method}: {text}", keep=self.session is not None,
                         available=kind not in AVAILABILITY and not signin,
