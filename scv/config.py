@@ -107,16 +107,37 @@ _AT = re.compile(r" - at `\$\.?(?P<at>[^`]*)`$")
 _UNKNOWN = re.compile(r"^Object contains unknown field `(?P<field>[^`]+)`")
 
 
-def _explain(exc: msgspec.ValidationError, path: Path) -> ConfigError:
+def _explain(exc: msgspec.ValidationError, path: Path, within: str = "") -> ConfigError:
     text = str(exc)
     at_match = _AT.search(text)
-    at = at_match.group("at") if at_match else ""
+    at = ".".join(filter(None, [within, at_match.group("at") if at_match else ""]))
     message = text[: at_match.start()] if at_match else text
     unknown = _UNKNOWN.match(message)
     if unknown:
         key = ".".join(filter(None, [at, unknown.group("field")]))
         return ConfigError(f"{path}: unknown key {key}; remove it or check its spelling")
     return ConfigError(f"{path}: key {at or '(top level)'}: {message[0].lower() + message[1:]}; fix the value")
+
+
+# Tables of named entries: msgspec reports a key inside one as `agents[...]`, so each entry is
+# checked on its own first and its error names it (`agents.claude.transport`).
+_NAMED_TABLES = (("agents", AgentSettings), ("providers", ProviderProfile))
+
+
+def _convert(data: dict[str, Any], path: Path) -> None:
+    for section, kind in _NAMED_TABLES:
+        table = data.get(section)
+        if not isinstance(table, dict):
+            continue
+        for name, entry in table.items():
+            try:
+                msgspec.convert(entry, kind)
+            except msgspec.ValidationError as exc:
+                raise _explain(exc, path, f"{section}.{name}") from None
+    try:
+        msgspec.convert(data, Config)
+    except msgspec.ValidationError as exc:
+        raise _explain(exc, path) from None
 
 
 def _check_project_keys(data: dict[str, Any], path: Path) -> None:
@@ -145,20 +166,14 @@ def load_config(workspace: Path | None, home: Path | None = None) -> Config:
     """Reads the user's file, then the project's over it; each is validated on its own first."""
     user_path = user_config_path(home)
     user = read_config_file(user_path)
-    try:
-        msgspec.convert(user, Config)
-    except msgspec.ValidationError as exc:
-        raise _explain(exc, user_path) from None
+    _convert(user, user_path)
     merged = user
     if workspace is not None:
         project_path = project_config_path(workspace)
         project = read_config_file(project_path)
         if project:
             _check_project_keys(project, project_path)
-            try:
-                msgspec.convert(project, Config)
-            except msgspec.ValidationError as exc:
-                raise _explain(exc, project_path) from None
+            _convert(project, project_path)
             merged = _merge(user, project)
     config = msgspec.convert(merged, Config)
     if config.tools.command_timeout_seconds > config.tools.max_timeout_seconds:

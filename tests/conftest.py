@@ -190,3 +190,18 @@ def result_json(proc: subprocess.CompletedProcess) -> dict:
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     assert lines, f"no stdout; stderr: {proc.stderr}"
     return json.loads(lines[-1])
+
+
+@pytest.fixture
+def clients():
+    """clients(*args, **kw) -> a `scv server --stdio` client (tests/stdio_client.py), killed after the test."""
+    from tests.stdio_client import StdioClient
+    started = []
+
+    def make(*args: str, **kw):
+        client = StdioClient(*args, **kw)
+        started.append(client)
+        return client
+    yield make
+    for client in started:
+        client.kill()

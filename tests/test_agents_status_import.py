@@ -92,9 +92,11 @@ def test_codex_status_is_decided_by_its_exit_status_first(user_home, tmp_path, s
 def test_uninstalled_agents_say_so(user_home):
     proc = run_scv("agents", "status", "--json")
     entries = json.loads(proc.stdout)["agents"]
-    assert [e["agent"] for e in entries] == ["claude", "codex", "grok", "dsh", "pi"]
-    for entry in entries:
+    assert [e["agent"] for e in entries] == ["claude", "codex", "grok", "dsh", "pi", "scv"]
+    for entry in entries[:-1]:
         assert entry["installed"] is False and entry["summary"].startswith("not installed")
+    # The nested SCV needs no install (the running SCV nests itself), only a provider.
+    assert entries[-1]["installed"] is True and entries[-1]["summary"] == "signed out"
 
 
 def test_grok_status_reads_its_files_only(user_home, tmp_path, scv_home):

@@ -19,7 +19,7 @@ from tests.chat_fakes import ctx, runner  # noqa: F401 (fixtures)
 from tests.chat_fakes import PNG, at, call, channel_ctx, sent_file
 from tests.conftest import scv_env
 from tests.stdio_client import StdioClient
-from tests.test_exec_script import write_script
+from tests.fakes import write_script
 from workers import chat_keep
 from workers.private_copy import private_copy
 from workers.runtime import ToolFailure

@@ -11,8 +11,7 @@ from scv.chat.layout import media_digest
 from tests.chat_fakes import PNG
 from tests.conftest import scv_env
 from tests.fake_openai import FakeOpenAI, Reply
-from tests.test_server_stdio import clients  # noqa: F401 (a fixture)
-from tests.test_exec_script import write_script
+from tests.fakes import write_script
 
 CHAT_TOOLS = {"chat_attach", "chat_history", "chat_keep"}
 

@@ -9,22 +9,8 @@ import pytest
 
 from tests.conftest import scv_env
 from tests.fake_openai import FakeOpenAI, Reply, Stall
-from tests.stdio_client import StdioClient
 from tests.fakes import assert_gone as _assert_gone, long_script as _long_script, unique_marker as _marker
 from tests.fakes import wait_for_sleepers as _wait_for_sleepers, write_script
-
-
-@pytest.fixture
-def clients():
-    started: list[StdioClient] = []
-
-    def make(*args: str, **kw) -> StdioClient:
-        client = StdioClient(*args, **kw)
-        started.append(client)
-        return client
-    yield make
-    for client in started:
-        client.kill()
 
 
 def test_handshake_turn_and_events(clients, workspace, tmp_path):

@@ -12,6 +12,8 @@ import os
 import time
 from pathlib import Path
 
+import msgspec
+
 from scv import lineage, oscalls
 from scv.delegations import processes, records
 from workers.agents import tracking
@@ -42,6 +44,13 @@ class RecordKeeper:
                                 owner_pid=owner_pid, owner_start=owner_start, started_unix=time.time(),
                                 conversation=run.conversation, turn=run.turn)
         records.write(self._home(), record)
+
+    def update(self, handle: str, **changes) -> None:
+        """A live agent's record between and during turns: its turn, `idle_since_unix`,
+        `background_jobs` (None removes a field). A record `scv agents kill` removed stays removed."""
+        record = records.read(self._home(), handle)
+        if record is not None:
+            records.write(self._home(), msgspec.structs.replace(record, **changes))
 
     def ended(self, run: DelegatedRun, pid: int, exit_code: int | None, signal: str | None) -> None:
         link = lineage.last_link(run.parent)

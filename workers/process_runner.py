@@ -54,7 +54,8 @@ class RunSpec:
     on_start: Callable[[int], None] | None = None  # called with the leader's pid once it runs
 
 
-def _pipe() -> tuple[int, int]:
+def pipe() -> tuple[int, int]:
+    """A close-on-exec pipe, enlarged so a flood of output costs fewer wake-ups."""
     r, w = os.pipe2(os.O_CLOEXEC)
     try:
         fcntl.fcntl(r, F_SETPIPE_SZ, PIPE_SIZE)
@@ -63,7 +64,9 @@ def _pipe() -> tuple[int, int]:
     return r, w
 
 
-def _spawn(spec: RunSpec, out_w: int, err_w: int) -> subprocess.Popen:
+def spawn(spec: RunSpec, out_w: int, err_w: int) -> subprocess.Popen:
+    """The command in its own process group, tagged with the call, with the worker's memory ceiling
+    lifted; live agents start their long-running processes through this too."""
     env = dict(spec.env)
     env[TAG_VARIABLE] = spec.tag
     # The worker's own memory ceiling must not bind the command (runtimes such as node or the
@@ -79,7 +82,7 @@ def _spawn(spec: RunSpec, out_w: int, err_w: int) -> subprocess.Popen:
             resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
-def _status(outcome: RunOutcome, status: int) -> None:
+def note_status(outcome: RunOutcome, status: int) -> None:
     if os.WIFSIGNALED(status):
         outcome.signal = signal.Signals(os.WTERMSIG(status)).name
     else:
@@ -91,10 +94,10 @@ def run(spec: RunSpec, token: CancelToken, on_stdout: Callable[[bytes], None],
     """Runs the command to its end (or deadline, or cancellation); raises OSError if it cannot start."""
     outcome = RunOutcome()
     me = os.getpid()
-    out_r, out_w = _pipe()
-    err_r, err_w = (out_r, out_w) if spec.merge_stderr or on_stderr is None else _pipe()
+    out_r, out_w = pipe()
+    err_r, err_w = (out_r, out_w) if spec.merge_stderr or on_stderr is None else pipe()
     try:
-        proc = _spawn(spec, out_w, err_w)
+        proc = spawn(spec, out_w, err_w)
     except BaseException:
         for fd in {out_r, out_w, err_r, err_w}:
             os.close(fd)
@@ -120,7 +123,7 @@ def run(spec: RunSpec, token: CancelToken, on_stdout: Callable[[bytes], None],
     def reap():
         statuses = ops.reap()
         if proc.pid in statuses and proc.returncode is None:
-            _status(outcome, statuses[proc.pid])
+            note_status(outcome, statuses[proc.pid])
             proc.returncode = statuses[proc.pid]
         return statuses
 

@@ -9,7 +9,28 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-CLAUDE, CODEX, GROK, DSH, PI = "claude", "codex", "grok", "dsh", "pi"
+CLAUDE, CODEX, GROK, DSH, PI, SCV = "claude", "codex", "grok", "dsh", "pi", "scv"
+
+# The backends an agent runs on: its CLI once per turn, its ACP server for a whole conversation,
+# or a nested `scv server --stdio` for a whole conversation.
+RESUME, ACP, NESTED = "resume", "acp", "scv"
+
+
+@dataclass(frozen=True)
+class AcpServer:
+    """An agent's Agent Client Protocol server: one process per conversation."""
+    executable: str
+    args: tuple[str, ...] = ()
+    full_permission_args: tuple[str, ...] | None = None      # replaces `args` under permissions = "full"
+    full_permission_env: dict[str, str] = field(default_factory=dict)
+    # The session modes that mean full permissions, in the order they are looked for among the
+    # modes (or the `mode` config option) the server advertises; selected in every new session.
+    full_permission_modes: tuple[str, ...] = ()
+    package: str = ""                                       # where it comes from, for messages
+
+    def argv(self, executable: str, full_permissions: bool) -> list[str]:
+        args = self.full_permission_args if full_permissions and self.full_permission_args is not None else self.args
+        return [executable, *args]
 
 
 @dataclass(frozen=True)
@@ -41,10 +62,12 @@ class Descriptor:
     removed_env: tuple[str, ...] = ()
     search_dirs: tuple[str, ...] = (".local/bin",)   # relative to the user's home, before PATH
     signin_checked_by_file: bool = False
+    acp: AcpServer | None = None                     # None: no ACP server (one process per turn only)
+    nested: bool = False                             # the nested SCV: `scv server --stdio`, SCV's protocol
 
     @property
     def takes_model(self) -> bool:
-        return bool(self.model_flag)
+        return bool(self.model_flag) or self.nested
 
     @property
     def takes_effort(self) -> bool:
@@ -52,7 +75,11 @@ class Descriptor:
 
     @property
     def takes_session(self) -> bool:
-        return bool(self.resume_session)
+        return bool(self.resume_session) or self.nested
+
+    def takes_session_on(self, transport: str) -> bool:
+        """Every agent over ACP continues a conversation; on its CLI only those that resume."""
+        return transport in (ACP, NESTED) or self.takes_session
 
 
 # Variables every agent loses, whichever agent it is: SCV's selectors and every vendor's
@@ -75,6 +102,8 @@ DESCRIPTORS: dict[str, Descriptor] = {d.name: d for d in (
         model_family="a Claude alias such as sonnet or opus, or a full Claude model ID",
         start_session=("--session-id", "{id}"), resume_session=("--resume", "{id}"), session_from_cli=False,
         full_permission_args=("--permission-mode", "bypassPermissions"),
+        acp=AcpServer("claude-agent-acp", full_permission_modes=("bypassPermissions",),
+                      package="npm @agentclientprotocol/claude-agent-acp"),
     ),
     Descriptor(
         name=CODEX, product="Codex",
@@ -86,6 +115,10 @@ DESCRIPTORS: dict[str, Descriptor] = {d.name: d for d in (
         resume_session=("resume", "{id}"), resume_before_options=True,
         full_permission_args=("--dangerously-bypass-approvals-and-sandbox", "-c", 'web_search="live"'),
         state_variable="CODEX_HOME",
+        # codex-acp takes no -c overrides: CODEX_CONFIG is their JSON form, keeping live web search.
+        acp=AcpServer("codex-acp", full_permission_env={"CODEX_CONFIG": '{"web_search":"live"}'},
+                      full_permission_modes=("full-access", "agent-full-access"),
+                      package="npm @agentclientprotocol/codex-acp"),
     ),
     Descriptor(
         name=GROK, product="Grok Build",
@@ -97,12 +130,16 @@ DESCRIPTORS: dict[str, Descriptor] = {d.name: d for d in (
         full_permission_args=("--always-approve",), state_variable="GROK_HOME", state_subdir=".grok",
         extra_env={"GROK_DISABLE_AUTOUPDATER": "1"}, search_dirs=(".local/bin", ".grok/bin"),
         signin_checked_by_file=True,
+        acp=AcpServer("grok", ("agent", "stdio"), full_permission_args=("agent", "--always-approve", "stdio"),
+                      package="built into grok"),
     ),
     Descriptor(
         name=DSH, product="DeepSeek Harness", line="a coding agent on DeepSeek models",
         executable="dsh", fixed_args=("--profile", "headless"),
         full_permission_env={"DSH_PERMISSION_MODE": "danger-full-access"},
         state_variable="DSH_HOME", state_subdir=".dsh", signin_checked_by_file=True,
+        # Full permissions come from DSH_PERMISSION_MODE (full_permission_env) on both transports.
+        acp=AcpServer("dsh", ("--profile", "acp"), package="built into dsh 0.1.7-rc.1"),
     ),
     Descriptor(
         name=PI, product="pi", line="a minimal coding agent that can run on SCV's own model endpoint; no web search",
@@ -112,6 +149,14 @@ DESCRIPTORS: dict[str, Descriptor] = {d.name: d for d in (
         # pi 0.73.1 has no --session-id: it names the session itself, and `--session <id>` continues it.
         resume_session=("--session", "{id}"),
         state_variable="PI_CODING_AGENT_DIR", state_subdir=".pi/agent", signin_checked_by_file=True,
+    ),
+    Descriptor(
+        name=SCV, product="SCV",
+        line="a nested session for a self-contained sub-task kept out of this context, or work in another project",
+        executable="scv", fixed_args=("server", "--stdio"), nested=True,
+        model_family="a model ID of the nested SCV's provider (new conversations only)",
+        # Its private home is its SCV_HOME: config.toml (the imported provider) and its own agents.
+        state_variable="SCV_HOME", signin_checked_by_file=True,
     ),
 )}
 
@@ -125,15 +170,20 @@ def state_dir(scv_home: Path, descriptor: Descriptor) -> Path:
     return home / descriptor.state_subdir if descriptor.state_subdir else home
 
 
-def resolve_executable(descriptor: Descriptor, user_home: Path, path_value: str | None) -> str | None:
-    """The absolute executable: the user's per-user install folders first, then PATH (the order
-    a login shell uses). None when it does not resolve."""
+def resolve_executable(descriptor: Descriptor, user_home: Path, path_value: str | None,
+                       name: str | None = None) -> str | None:
+    """The absolute executable (`name`, by default the CLI's): the user's per-user install folders
+    first, then PATH (the order a login shell uses). None when it does not resolve. An absolute
+    `name` (a user's custom command) is taken as it is, if it is an executable file."""
+    name = name or descriptor.executable
+    if os.path.isabs(name):
+        return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
     folders = [str(user_home / sub) for sub in descriptor.search_dirs]
     folders += [p for p in (path_value or "").split(os.pathsep) if p]
     for folder in folders:
         if not os.path.isabs(folder):
             continue
-        candidate = os.path.join(folder, descriptor.executable)
+        candidate = os.path.join(folder, name)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return None

@@ -4,8 +4,8 @@ one table for `scv agents status` and `scv config show`, so both say the same th
 from pathlib import Path
 from typing import Callable
 
-from scv.agents import grok_import, pi_import
-from scv.agents.descriptors import CODEX, DESCRIPTORS, GROK, PI
+from scv.agents import grok_import, pi_import, scv_import
+from scv.agents.descriptors import CODEX, DESCRIPTORS, GROK, PI, SCV
 from scv.agents.imports import ImportState, codex_digest_now, import_state
 
 # agent -> (the digest of its source now, from scv_home and the recorded source; the command to re-run)
@@ -13,6 +13,7 @@ _IMPORTS: dict[str, tuple[Callable[[Path, str], str], str]] = {
     CODEX: (lambda scv_home, source: codex_digest_now(source), "scv agents import codex --from {source}"),
     GROK: (lambda scv_home, source: grok_import.current_digest(source), grok_import.RERUN),
     PI: (lambda scv_home, source: pi_import.current_digest(scv_home), "scv agents import pi --from-scv-provider"),
+    SCV: (lambda scv_home, source: scv_import.current_digest(scv_home), scv_import.RERUN),
 }
 
 

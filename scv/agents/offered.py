@@ -1,32 +1,60 @@
-"""Which agents a session offers: those whose executable resolves when the session starts and,
-for file-checked sign-ins, that are signed in. Decided once per session, so an agent installed
-later appears in new sessions."""
+"""Which agents a session offers, and on which backend: those whose executable (the CLI, or the
+ACP server, or `scv`) resolves when the session starts and, for file-checked sign-ins, that are
+signed in. Decided once per session, so an agent installed later appears in new sessions."""
 
+import dataclasses
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from scv.agents.signin import signed_in
-from scv.config import scv_home
-from scv.agents.descriptors import DESCRIPTORS, Descriptor, resolve_executable
+from scv.agents.transport import Choice, choose
+from scv.config import AgentSettings, scv_home
+from scv.agents.descriptors import DESCRIPTORS, RESUME, Descriptor, resolve_executable
+
+# The backends the `agent` tool can run today. The live ones (ACP servers and the nested SCV) join
+# when the tool hands calls to live workers; until then an agent whose only way is a live backend
+# is not offered, and `auto` falls back to the CLI.
+AVAILABLE_BACKENDS = frozenset({RESUME})
+
+# The running SCV, for a nested SCV when no `scv` executable is installed (a checkout's bin/scv).
+RUNNING_SCV = (sys.executable, "-m", "scv")
 
 
 @dataclass(frozen=True)
 class OfferedAgent:
     descriptor: Descriptor
-    executable: str          # absolute, as resolved at session start
+    executable: str          # absolute, as resolved at session start (the CLI, the ACP server, or scv)
+    choice: Choice | None = None
+
+    @property
+    def transport(self) -> str:
+        return self.choice.transport if self.choice is not None else RESUME
 
 
-def discover(environ: dict[str, str] | None = None, home: Path | None = None) -> dict[str, OfferedAgent]:
+def discover(environ: dict[str, str] | None = None, home: Path | None = None,
+             settings: dict[str, AgentSettings] | None = None,
+             backends: frozenset[str] = AVAILABLE_BACKENDS) -> dict[str, OfferedAgent]:
     environ = dict(os.environ) if environ is None else environ
     user_home = Path(environ.get("HOME") or Path.home())
     state_home = home or scv_home()
+    settings = settings or {}
+
+    def resolve(descriptor: Descriptor, name: str) -> str | None:
+        return resolve_executable(descriptor, user_home, environ.get("PATH"), name)
+
     offered = {}
     for name, descriptor in DESCRIPTORS.items():
-        executable = resolve_executable(descriptor, user_home, environ.get("PATH"))
-        if executable is None:
+        own = settings.get(name) or AgentSettings()
+        choice = choose(descriptor, transport=own.transport, command=own.command, args=own.args, resolve=resolve,
+                        running_scv=RUNNING_SCV, backends=backends)
+        if choice is None:
             continue
         if descriptor.signin_checked_by_file and not signed_in(descriptor, state_home, environ):
             continue
-        offered[name] = OfferedAgent(descriptor, executable)
+        if choice.transport == RESUME and own.args is not None:
+            # The user's own fixed arguments replace the built-in ones in every argument vector.
+            descriptor = dataclasses.replace(descriptor, fixed_args=tuple(own.args))
+        offered[name] = OfferedAgent(descriptor, choice.executable, choice)
     return offered

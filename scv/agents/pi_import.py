@@ -9,10 +9,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from scv.agents import pi_setup
-from scv.config import load_config
+from scv.agents import pi_setup, scv_import
 from scv.delegations.records import write_atomic
-from scv.errors import ConfigError
 from scv.agents.imports import records_folder
 
 AGENT = "pi"
@@ -34,24 +32,10 @@ class ScvProvider:
 
 
 def active_provider(scv_home: Path, environ: dict[str, str]) -> ScvProvider:
-    config = load_config(None, scv_home)
-    name = config.provider.active
-    profile = config.providers.get(name) if name else None
-    if profile is None:
-        raise ConfigError("SCV has no active provider to import; set [provider] active and its [providers.NAME] "
-                          "table in $SCV_HOME/config.toml first")
-    if not profile.model:
-        raise ConfigError(f"providers.{name} names no model; set providers.{name}.model, then import again")
-    if profile.api_key_env:
-        key = environ.get(profile.api_key_env, "")
-        if not key:
-            raise ConfigError(f"providers.{name}.api_key_env names {profile.api_key_env}, which is not set here; "
-                              f"export it in this shell, then import again")
-    else:
-        key = profile.api_key or ""
-    if not key:
-        raise ConfigError(f"providers.{name} has no api_key or api_key_env; pi needs a key for the endpoint")
-    return ScvProvider(name, pi_setup.check_base_url(profile.base_url), profile.wire_api, profile.model, key)
+    found = scv_import.active_provider(scv_home, environ, "pi")
+    profile = found.profile
+    return ScvProvider(found.name, pi_setup.check_base_url(profile.base_url), profile.wire_api, profile.model,
+                       found.key)
 
 
 def import_scv_provider(scv_home: Path, environ: dict[str, str]) -> ScvProvider:

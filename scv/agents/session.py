@@ -26,6 +26,6 @@ class AgentSession:
 
 def open_agent_session(config: Config, home: Path, environ: dict[str, str] | None = None) -> AgentSession:
     settings = config.agent
-    return AgentSession(offered=discover(environ, home=home),
+    return AgentSession(offered=discover(environ, home=home, settings=config.agents),
                         conversations=Conversations(settings.max_conversations, settings.conversation_idle_seconds,
                                                     home / "state" / "conversations"))

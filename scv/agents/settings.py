@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
-from scv.agents.descriptors import DESCRIPTORS
+from scv.agents.descriptors import ACP, DESCRIPTORS, RESUME, Descriptor
 from scv.agents.options import check_model
 from scv.errors import ConfigError, RefusedError
 
@@ -34,6 +34,10 @@ class AgentSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     model: str | None = None
     effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
     permissions: Literal["default", "full"] = "default"     # "full": the CLI's own full-autonomy switches
+    # auto: the ACP server when installed (and `command` is the built-in one), else the CLI per turn.
+    transport: Literal["auto", "acp", "resume"] = "auto"
+    command: str | None = None              # the CLI to run instead of the built-in one (a name or a path)
+    args: list[str] | None = None           # its fixed arguments instead of the built-in ones
 
 
 MAX_USE_FOR_BYTES = 500
@@ -67,3 +71,32 @@ def check_agent_settings(agent: AgentConfig, agents: dict[str, AgentSettings], p
             if not descriptor.takes_effort:
                 raise ConfigError(f"{path}: agents.{name}.effort is set, but {name} does not take an effort; "
                                   "remove it")
+        _check_transport(name, descriptor, settings, path)
+
+
+def _check_transport(name: str, descriptor: Descriptor, settings: AgentSettings, path: Path) -> None:
+    """`transport`, `command` and `args` (user-only keys, as every [agents.NAME] key is)."""
+    if descriptor.nested:
+        if settings.transport != "auto":
+            raise ConfigError(f"{path}: agents.{name}.transport is set, but the nested SCV always runs scv server "
+                              "--stdio and speaks SCV's own protocol; remove it")
+        if settings.args is not None:
+            raise ConfigError(f"{path}: agents.{name}.args is set, but the nested SCV always runs scv server --stdio; "
+                              "remove it (command may name the scv to run)")
+    elif settings.transport == ACP and descriptor.acp is None:
+        raise ConfigError(f"{path}: agents.{name}.transport is \"acp\", but {name} has no Agent Client Protocol "
+                          f"server; set \"{RESUME}\" or remove it")
+    elif settings.transport == ACP and settings.command is not None:
+        raise ConfigError(f"{path}: agents.{name}.command is set, but transport = \"acp\" never runs the CLI; "
+                          "remove command, or set transport = \"auto\" to run that CLI")
+    command = settings.command
+    if command is not None:
+        if not command.strip() or "\x00" in command or command != command.strip():
+            raise ConfigError(f"{path}: agents.{name}.command must name an executable (a name looked up like the "
+                              "built-in one, or an absolute path); fix the value")
+        if "/" in command and not command.startswith("/"):
+            raise ConfigError(f"{path}: agents.{name}.command {command!r} is a relative path; give an absolute path "
+                              "or a name looked up in ~/.local/bin and on PATH")
+    for arg in settings.args or ():
+        if "\x00" in arg:
+            raise ConfigError(f"{path}: agents.{name}.args holds a NUL byte; remove it")

@@ -1,5 +1,5 @@
 """Sign-in checks SCV makes by reading a local file in an agent's private home (Grok, DeepSeek
-Harness, pi). Only whether a credential is stored is reported, never its value. Claude Code and
+Harness, pi, the nested SCV). Only whether a credential is stored is reported, never its value. Claude Code and
 Codex report sign-in only through their own CLI, too slow for every session start."""
 
 import json
@@ -7,7 +7,7 @@ import os
 import tomllib
 from pathlib import Path
 
-from scv.agents.descriptors import DSH, GROK, PI, Descriptor, state_dir
+from scv.agents.descriptors import DSH, GROK, PI, SCV, Descriptor, state_dir
 from scv.agents.environment import is_removed
 
 
@@ -93,6 +93,20 @@ def _pi(folder: Path) -> bool:
     return False
 
 
+def nested_provider(folder: Path) -> dict | None:
+    """The nested SCV's active provider profile in its own config.toml (what `scv agents import scv`
+    writes), or None when it has none."""
+    try:
+        config = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    active = config.get("provider", {}).get("active") if isinstance(config.get("provider"), dict) else None
+    providers = config.get("providers")
+    if not isinstance(active, str) or not isinstance(providers, dict) or not isinstance(providers.get(active), dict):
+        return None
+    return providers[active]
+
+
 def signed_in(descriptor: Descriptor, scv_home: Path, environ: dict[str, str] | None = None) -> bool:
     """True when a credential is stored (or when SCV cannot check without running the CLI)."""
     folder = state_dir(scv_home, descriptor)
@@ -102,4 +116,6 @@ def signed_in(descriptor: Descriptor, scv_home: Path, environ: dict[str, str] | 
         return dsh_key_stored(folder)
     if descriptor.name == PI:
         return _pi(folder)
+    if descriptor.name == SCV:
+        return nested_provider(folder) is not None
     return True

@@ -8,11 +8,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from scv.agents import pi_setup
+from scv.agents import pi_setup, scv_import
 from scv.agents.import_checks import import_state_of
 from scv.agents.login import StatusFailed, executable_for, exit_status, run_status_command
 from scv.agents.signin import dsh_key_stored, grok_config_model, grok_login_stored, signed_in
-from scv.agents.descriptors import CLAUDE, CODEX, DESCRIPTORS, DSH, GROK, PI, Descriptor, state_dir
+from scv.agents.descriptors import CLAUDE, CODEX, DESCRIPTORS, DSH, GROK, PI, SCV, Descriptor, state_dir
 
 SIGNED_OUT = "signed out"
 _PLAIN_WORD = re.compile(r"^[A-Za-z0-9._-]{1,40}$")
@@ -135,6 +135,10 @@ def agent_status(name: str, scv_home: Path, environ: dict[str, str]) -> AgentSta
         elif name == DSH:
             ok = dsh_key_stored(state_dir(scv_home, descriptor))
             summary = "signed in (API key stored)" if ok else SIGNED_OUT
+        elif name == SCV:
+            ok, summary = scv_import.describe(scv_home)
+            # Without an installed scv the running SCV nests itself, so it is never "not installed".
+            executable = executable or "the running SCV"
         else:
             ok, summary = _pi(scv_home, environ)
         if executable is None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 import msgspec
 
-from scv.agents import dsh_key, grok_import, pi_setup
+from scv.agents import dsh_key, grok_import, pi_setup, scv_import
 from scv.agents.imports import default_source, import_codex
 from scv.agents.pi_import import import_scv_provider
 from scv.agents.login import (LOGIN_ARGS, LOGOUT_ARGS, descriptor_for, prepare_private_home, require_executable,
@@ -20,7 +20,7 @@ from scv.delegations import records, transcripts_gc
 from scv.delegations.listing import describe, rows
 from scv.delegations.reconcile import reconcile, stop_and_remove
 from scv.errors import ScvError, UsageError
-from scv.agents.descriptors import DESCRIPTORS, DSH, PI
+from scv.agents.descriptors import DESCRIPTORS, DSH, PI, SCV
 
 
 class NotFound(ScvError):
@@ -147,7 +147,8 @@ def _exit(status: int) -> None:
 def login_command(name: str, extra: tuple[str, ...], openai_compatible: bool, base_url: str | None,
                   wire_api: str | None, model: str | None) -> None:
     """Sign AGENT in inside its private SCV home (claude, codex, grok: their own login command, with
-    extra arguments after --; dsh: asks for the API key; pi: opens pi for /login)."""
+    extra arguments after --; dsh: asks for the API key; pi: opens pi for /login; scv: copies SCV's
+    own active provider)."""
     descriptor_for(name)
     home, environ = scv_home(), dict(os.environ)
     pi_options = base_url is not None or wire_api is not None or model is not None
@@ -157,6 +158,12 @@ def login_command(name: str, extra: tuple[str, ...], openai_compatible: bool, ba
         raise UsageError("--base-url, --wire-api and --model go with --openai-compatible")
     if name in LOGIN_ARGS:
         _exit(run_own_command(name, LOGIN_ARGS, extra, home, environ))
+        return
+    if name == SCV:
+        if extra:
+            raise UsageError("scv agents login scv takes no extra arguments: it copies SCV's own active provider "
+                             "(the same as scv agents import scv)")
+        _import_scv()
         return
     if name == DSH:
         if extra:
@@ -190,13 +197,17 @@ def login_command(name: str, extra: tuple[str, ...], openai_compatible: bool, ba
 @click.argument("name", metavar="AGENT")
 def logout_command(name: str) -> None:
     """Sign AGENT out of its private SCV home (claude, codex, grok: their own logout command; dsh:
-    removes its key file; pi: removes its stored sign-ins and SCV's endpoint)."""
+    removes its key file; pi: removes its stored sign-ins and SCV's endpoint; scv: removes its
+    config.toml)."""
     descriptor_for(name)
     home = scv_home()
     if name in LOGOUT_ARGS:
         _exit(run_own_command(name, LOGOUT_ARGS, (), home, dict(os.environ)))
     elif name == DSH:
         click.echo("dsh: API key removed" if dsh_key.remove_key(home) else "dsh: no API key was stored")
+    elif name == SCV:
+        click.echo(f"scv: removed {scv_import.destination(home)}" if scv_import.remove(home)
+                   else "scv: no provider was stored")
     else:
         removed = pi_setup.remove(home)
         click.echo(f"pi: removed {', '.join(removed)}" if removed else "pi: nothing was stored")
@@ -218,7 +229,7 @@ def status_command(as_json: bool) -> None:
 
 
 @agents_command.command("import")
-@click.argument("name", metavar="AGENT", type=click.Choice(["codex", "grok", "pi"]))
+@click.argument("name", metavar="AGENT", type=click.Choice(["codex", "grok", "pi", "scv"]))
 @click.option("--from", "source", metavar="DIR", type=click.Path(file_okay=False, path_type=Path),
               help="codex: your own Codex folder (default: $CODEX_HOME, or ~/.codex); grok: your own Grok "
                    "folder (default: $GROK_HOME, or ~/.grok).")
@@ -226,8 +237,8 @@ def status_command(as_json: bool) -> None:
 def import_command(name: str, source: Path | None, from_scv_provider: bool) -> None:
     """Copy a setup into an agent's private SCV home: codex gets your own Codex config.toml (and
     auth.json when it holds an API key); grok gets your own Grok config.toml, merged by top-level
-    table (yours win); pi --from-scv-provider gets SCV's active provider. Re-run it after changing
-    the source."""
+    table (yours win); pi --from-scv-provider and scv get SCV's active provider. Re-run it after
+    changing the source."""
     if name == PI:
         if not from_scv_provider or source is not None:
             raise UsageError("scv agents import pi takes --from-scv-provider (and no --from); to sign pi in "
@@ -239,6 +250,11 @@ def import_command(name: str, source: Path | None, from_scv_provider: bool) -> N
         return
     if from_scv_provider:
         raise UsageError("--from-scv-provider is for scv agents import pi only")
+    if name == SCV:
+        if source is not None:
+            raise UsageError("scv agents import scv takes no --from: it copies SCV's own active provider")
+        _import_scv()
+        return
     if name == "grok":
         _import_grok(source if source is not None else grok_import.default_source(dict(os.environ)))
         return
@@ -266,3 +282,14 @@ def _import_grok(source: Path) -> None:
         click.echo(f"  {done.auth_note}")
     for warning in done.warnings:
         click.echo(f"warning: {warning}", err=True)
+
+
+def _import_scv() -> None:
+    done = scv_import.import_scv(scv_home(), dict(os.environ))
+    provider = done.provider
+    click.echo(f"scv: the nested SCV uses SCV's provider {provider.name} ({provider.profile.wire_api} API at "
+               f"{provider.host}), model {provider.profile.model}; key stored in {done.destination} (mode 0600)")
+    if done.kept:
+        click.echo(f"  kept from its own config: {', '.join(done.kept)}")
+    if provider.hosted_search:
+        click.echo('  [web] search = "provider" (hosted search, as in SCV\'s own config)')

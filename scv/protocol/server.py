@@ -7,6 +7,7 @@ broken stdout) or the process gets SIGINT/SIGTERM, the running turn is cancelled
 call's processes are stopped, and `serve` returns.
 """
 
+import os
 import queue
 import signal
 import sys
@@ -24,6 +25,7 @@ from scv.chat.channel import open_channel
 from scv.commands.common import resolve_workspace
 from scv.config import load_config
 from scv.errors import ScvError
+from scv.lineage import inherited_depth
 from scv.protocol.messages import (INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_BYTES, PROTOCOL_VERSION,
                                    SERVER_ERROR, ApprovalResolve, BadMessage, ErrorObject, ErrorResponse,
                                    Initialize, Notification, Response, SessionClose, SessionStart, TurnCancel,
@@ -232,7 +234,10 @@ class StdioServer:
                                                                wanted.log, wanted.keep_days, config)
         except ScvError as err:
             raise BadMessage(SERVER_ERROR, str(err), id) from None
-        ctx = ToolContext(workspace=root, config=config, delegation_depth=params.delegation_depth,
+        # A server started inside a delegated agent is as deep as that agent, whatever its client
+        # declares, so agent.max_delegation_depth holds down the whole chain.
+        depth = max(params.delegation_depth, inherited_depth(dict(os.environ)))
+        ctx = ToolContext(workspace=root, config=config, delegation_depth=depth,
                           skills=session_skills(root, config), channel=channel)
         session = Session(self.supervisor, ctx, provider, emit=self.notify, asker=self._ask,
                           auto_approve=params.auto_approve, base_prompt=params.system_prompt)

@@ -13,7 +13,7 @@ import json
 import os
 import time
 
-from tests.benchmarks.common import PeakMemory, line, rss_bytes
+from tests.benchmarks.common import PeakMemory, chunked_stream, line, rss_bytes
 from tests.agent_fakes import CAPTURES
 from workers.agents.lines import MAX_LINE_BYTES, LineSplitter
 from workers.agents.parse_claude import ClaudeStreamParser
@@ -65,18 +65,7 @@ def _big_line(agent: str) -> bytes:
 
 def stream(block: bytes, big: bytes):
     """Yields the synthetic stream in 1 MiB chunks without holding it."""
-    every = STREAM_BYTES // (BIG_LINES + 1)
-    sent, next_big = 0, every
-    while sent < STREAM_BYTES:
-        if sent >= next_big:
-            next_big += every
-            for start in range(0, len(big), CHUNK):
-                yield big[start:start + CHUNK]
-            sent += len(big)
-            continue
-        for start in range(0, len(block), CHUNK):
-            yield block[start:start + CHUNK]
-        sent += len(block)
+    return chunked_stream(block, big, STREAM_BYTES, BIG_LINES, CHUNK)
 
 
 def baseline(block: bytes, big: bytes) -> tuple[float, int]:

@@ -72,3 +72,20 @@ class PeakMemory:
 
 def line(label: str, value: str) -> None:
     print(f"   {label:<58} {value}", flush=True)
+
+
+def chunked_stream(block: bytes, big: bytes, total: int, big_lines: int, chunk: int = 1 << 20):
+    """A synthetic stream of `total` bytes in `chunk`-sized pieces, without holding it: `block`
+    repeated, with `big` (one long line) `big_lines` times evenly among it."""
+    every = total // (big_lines + 1)
+    sent, next_big = 0, every
+    while sent < total:
+        if sent >= next_big:
+            next_big += every
+            for start in range(0, len(big), chunk):
+                yield big[start:start + chunk]
+            sent += len(big)
+            continue
+        for start in range(0, len(block), chunk):
+            yield block[start:start + chunk]
+        sent += len(block)

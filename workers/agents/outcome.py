@@ -36,14 +36,14 @@ def closing_output(text: str) -> str:
     return " ".join(lines[-5:])[-MAX_ERROR_CHARS:]
 
 
+ROOT_HINT = ("{agent} refuses its full-permission switch when it runs as root: ask the user to run SCV as another "
+             "user, or to set [agents.{agent}] permissions = \"default\" (then it cannot write or run commands unasked).")
 # Failures other than sign-in that the calling model can act on, by the CLI's own words.
 SITUATION_HINTS = (
     (re.compile(r"Not inside a trusted directory|skip-git-repo-check"),
      "{agent} runs only inside a git repository: call agent again with a cwd inside one, or ask the user to "
      "run `git init` in the workspace."),
-    (re.compile(r"cannot be used with root/sudo privileges"),
-     "{agent} refuses its full-permission switch when it runs as root: ask the user to run SCV as another user, "
-     "or to set [agents.{agent}] permissions = \"default\" (then it cannot write or run commands unasked)."),
+    (re.compile(r"cannot be used with root/sudo privileges"), ROOT_HINT),
 )
 
 

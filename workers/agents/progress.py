@@ -43,3 +43,9 @@ class ProgressThrottle:
         self._last = now
         self.sent += 1
         self._send(text)
+
+    def finish(self) -> None:
+        """The call ends: the newest waiting line goes out now, whatever the interval says."""
+        if self._pending is not None:
+            self._last = None
+            self.flush()

@@ -53,7 +53,18 @@ def _token(token: str, previous: str) -> str:
 
 def redact(line: str) -> str:
     """One display line: the first line of `line`, redacted and bounded."""
-    line = line.strip().split("\n", 1)[0].replace("\r", "")
+    text = _redact_words(line.strip().split("\n", 1)[0].replace("\r", ""))
+    return text if len(text) <= MAX_LINE else text[: MAX_LINE - 1] + HIDDEN
+
+
+def redact_message(text: str, limit: int = 2000) -> str:
+    """An agent's error message for a result: every line redacted, joined into one, bounded."""
+    lines = [_redact_words(line.strip()) for line in text.replace("\r", "").split("\n") if line.strip()]
+    joined = " ".join(lines)
+    return joined if len(joined) <= limit else joined[: limit - 1] + HIDDEN
+
+
+def _redact_words(line: str) -> str:
     pieces = re.split(r"(\s+)", line)
     out, previous = [], ""
     for piece in pieces:
@@ -62,5 +73,4 @@ def redact(line: str) -> str:
             continue
         out.append(_token(piece, previous))
         previous = piece
-    text = "".join(out)
-    return text if len(text) <= MAX_LINE else text[: MAX_LINE - 1] + HIDDEN
+    return "".join(out)

@@ -1,0 +1,1 @@
+"""Live agents: one agent process serves every turn of a conversation (ACP servers, a nested SCV)."""

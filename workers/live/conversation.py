@@ -1,0 +1,187 @@
+"""What both live backends share: one agent process per conversation, started in the call's
+directory with the agent's private environment and recorded as a delegation, its record marked
+`idle_since_unix` between turns, and the result shape of the CLI adapters.
+
+The arguments of the first call (built and approved on the supervisor side):
+`agent`, `argv` (the server's command line, already resolved), `cwd`, `full_permissions`,
+`session_id` (the SCV session, for SCV_PARENT), `delegation` (the record's handle), `depth`,
+`conversation` (the handle the model sees, such as `claude-1`), `turn`, `prompt`, and optionally
+`model` and `effort`. `ctx.options["scv_home"]` names the session's SCV_HOME.
+"""
+
+import abc
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from scv import lineage
+from scv.agents.descriptors import DESCRIPTORS, Descriptor
+from scv.agents.environment import build_environment, prepare_home
+from workers import delegation_records
+from workers.agent import resolve_cwd
+from workers.agents import tracking
+from workers.agents.progress import ProgressThrottle
+from workers.live.process import LiveProcess
+from workers.runtime import ToolFailure, WorkerContext
+
+# After a cancel (or a deadline), how long the agent has to settle its turn and keep the conversation.
+SETTLE_SECONDS = 2.0
+
+
+class Ended(Exception):
+    """The call ends with `status` (cancelled, timeout, failed) and the sentence `error`."""
+
+    def __init__(self, status: str, error: str, *, keep: bool, available: bool = True, hint: str | None = None):
+        super().__init__(error)
+        self.status = status
+        self.keep = keep                # the conversation goes on after this call
+        self.available = available
+        self.hint = hint
+
+
+class LiveConversation(abc.ABC):
+    """The process and record side of a live agent; subclasses speak its protocol."""
+
+    def __init__(self, args: dict[str, Any], ctx: WorkerContext, extra_env: dict[str, str] | None = None):
+        self.name = args["agent"]
+        self.descriptor: Descriptor = DESCRIPTORS[self.name]
+        self.handle = args.get("conversation") or self.name
+        self.limit_bytes = ctx.call.output_limit_bytes
+        try:
+            self.cwd = resolve_cwd(ctx.workspace, args.get("cwd"))
+        except ValueError as err:
+            raise ToolFailure(str(err), **self.blank()) from None
+        scv_home = Path(ctx.options["scv_home"])
+        delegation_records.KEEPER.home = scv_home     # records of the calling session's SCV_HOME
+        prepare_home(scv_home, self.descriptor)
+        instance = ctx.call.handle.split("/", 1)[0]
+        parent = lineage.link(instance, args["session_id"], args["delegation"])
+        env = build_environment(self.descriptor, dict(os.environ), scv_home, parent=parent, depth=args["depth"],
+                                full_permissions=bool(args.get("full_permissions")))
+        env.update(extra_env or {})
+        run = tracking.DelegatedRun(handle=args["delegation"], agent=self.name, parent=env[lineage.PARENT_VARIABLE],
+                                    depth=args["depth"], cwd=self.cwd, conversation=args.get("conversation"),
+                                    turn=args.get("turn"))
+        argv = list(args["argv"])
+        try:
+            self.proc = LiveProcess(argv, self.cwd, env, ctx.call.handle, run)
+        except OSError as err:
+            raise ToolFailure(f"{self.name} could not be started: {argv[0]}: {err.strerror}", **self.blank(),
+                              _available=False) from None
+        self.depth = args["depth"]
+        self.server = os.path.basename(argv[0])      # how messages name it (claude-agent-acp, grok, ...)
+        self.turns = 0
+        self._wake_due: float | None = None
+        self._first_deadline: float | None = time.monotonic() + ctx.call.timeout_seconds
+
+    # --- the result shape ----------------------------------------------------------------------
+
+    def blank(self) -> dict[str, Any]:
+        return {"agent": self.name, "status": "failed", "reply": "", "usage": None, "exit_code": None,
+                "stderr_tail": "", "truncated": False}
+
+    def result(self, status: str, reply: str, usage, cut: bool) -> dict[str, Any]:
+        stderr = self.proc.stderr
+        return {"agent": self.name, "status": status, "reply": reply, "usage": usage,
+                "exit_code": self.proc.outcome.exit_code, "stderr_tail": stderr.text(),
+                "truncated": cut or stderr.total > stderr.limit, "_cwd": self.cwd, "_available": True}
+
+    def failure(self, ended: Ended, fields: dict[str, Any]) -> ToolFailure:
+        """The call's failure; a conversation that cannot go on says so (`_conversation_ended`)."""
+        fields.update(status=ended.status, _available=ended.available, exit_code=self.proc.outcome.exit_code,
+                      stderr_tail=self.proc.stderr.text())
+        if ended.hint:
+            fields["hint"] = ended.hint
+        if not ended.keep:
+            fields["_conversation_ended"] = True
+        if delegation_records.KEEPER.killed and ended.status != "completed":
+            fields["status"] = "cancelled"
+            return ToolFailure(f"{self.name} was stopped by scv agents kill", **fields)
+        return ToolFailure(str(ended), **fields)
+
+    # --- turns and idleness --------------------------------------------------------------------
+
+    def deadline(self, ctx: WorkerContext) -> float:
+        """The first call's clock started when its process did; later calls' when they start."""
+        first, self._first_deadline = self._first_deadline, None
+        return first if first is not None else time.monotonic() + ctx.call.timeout_seconds
+
+    def throttle(self, ctx: WorkerContext) -> ProgressThrottle:
+        def wake(delay: float) -> None:
+            due = time.monotonic() + delay
+            self._wake_due = due if self._wake_due is None else min(self._wake_due, due)
+        return ProgressThrottle(ctx.progress, wake=wake)
+
+    def wait_seconds(self, until: float) -> float:
+        """How long one wait may last: until `until`, or sooner when a held progress line is due."""
+        now = time.monotonic()
+        due = until if self._wake_due is None else min(until, self._wake_due)
+        return max(0.0, due - now)
+
+    def woke(self, throttle: ProgressThrottle) -> None:
+        if self._wake_due is not None and time.monotonic() >= self._wake_due:
+            self._wake_due = None
+            throttle.flush()
+
+    def begin_turn(self, args: dict[str, Any]) -> None:
+        if not self.proc.alive:
+            raise ToolFailure(f"{self.handle} cannot continue: its server exited ({self.proc.exit_text()}); start a "
+                              "new conversation (omit session)", **self.blank(), _available=False,
+                              _conversation_ended=True)
+        self.turns += 1
+        delegation_records.KEEPER.killed = False
+        # IDLE -> RUNNING
+        self.proc.update_record(turn=args.get("turn"), idle_since_unix=None)
+
+    def end_turn(self) -> None:
+        if self.proc.alive:
+            # RUNNING -> IDLE
+            self.proc.update_record(idle_since_unix=time.time())
+
+    def idle_fds(self) -> list[int]:
+        return self.proc.fds() if self.proc.alive else []
+
+    @abc.abstractmethod
+    def open(self, args: dict[str, Any], ctx: WorkerContext) -> None:
+        """The handshake, within the first call's deadline; Ended when the agent cannot serve."""
+
+    @abc.abstractmethod
+    def queued(self) -> bytearray:
+        """The lines waiting for the process's stdin."""
+
+    @abc.abstractmethod
+    def idle_output(self, chunks: list[bytes], closing: bool) -> None:
+        """What the process printed between calls (`closing`: its stdout ended)."""
+
+    def on_idle(self) -> bool:
+        """Output between calls; False once the process is gone (collected, its group and
+        everything tagged stopped, its record removed)."""
+        if not self.proc.alive:
+            self.proc.forget()
+            return False
+        pumped = self.proc.pump(0, (), self.queued())
+        self.idle_output(pumped.stdout, pumped.exited)
+        if pumped.exited:
+            self.proc.forget()
+            return False
+        return True
+
+    def close(self) -> None:
+        """The conversation ended: stdin closed, 2 s of grace, then the group and everything tagged."""
+        self.proc.shutdown()
+
+
+def opened(agent: LiveConversation, args: dict[str, Any], ctx: WorkerContext) -> LiveConversation:
+    """The agent after its handshake. A start that fails keeps nothing: its process is stopped and
+    the call fails with the reason (a conversation exists only once its first call is served)."""
+    try:
+        agent.open(args, ctx)
+    except Ended as ended:
+        agent.proc.shutdown()
+        ended.keep = False
+        raise agent.failure(ended, dict(agent.blank(), _cwd=agent.cwd)) from None
+    except BaseException:
+        agent.proc.shutdown()
+        raise
+    return agent

@@ -1,0 +1,344 @@
+"""The nested SCV backend of the `agent` tool: one `scv server --stdio` per conversation, in the
+private home `$SCV_HOME/agents/scv` (its own HOME, SCV_HOME and config), spoken to in SCV's own
+client protocol (docs/protocol.md):
+
+    initialize {protocol_version: 3} -> session.start {cwd, delegation_depth: parent + 1, model}
+    -> turn.start per call
+
+Its events become progress (completed lines of its assistant text, `<tool> <what>` and
+`<tool> done|failed` as its tools start and end, its tools' own progress lines; never tool
+output). Its approval requests go through the caller's gate, prefixed `[scv-1 depth N]`, and the
+answer goes back as `approval.resolve`. Between calls its events are still read: the approval
+requests of turns it starts itself are denied (no call is there to carry them to a person), and
+its background jobs are counted until its model has seen their results.
+"""
+
+import re
+import time
+from typing import Any
+
+import msgspec
+
+from workers.agents.capture import bound
+from workers.agents.lines import LineSplitter
+from workers.agents.outcome import hint_for
+from workers.agents.redact import redact_message
+from workers.agents.report import AVAILABILITY, as_int
+from workers.agents import verdict
+from workers.live.acp_turn import TurnState
+from workers.live.conversation import SETTLE_SECONDS, Ended, LiveConversation, opened
+from workers.live.nested_jobs import JobLedger
+from workers.runtime import ToolFailure, WorkerContext
+
+PROTOCOL_VERSION = 3
+MAX_LINE_BYTES = 16 * 1024 * 1024       # the protocol's own limit
+BUSY = "a turn is already running"
+BUSY_RETRY_SECONDS = 0.05
+# The nested SCV's words for a private home without a usable provider (what `scv agents import scv` fixes).
+NO_PROVIDER = re.compile(r"no model provider is configured|there is no \[providers\.|providers\.\S+ names no model")
+
+
+class Message(msgspec.Struct, gc=False):
+    """Any server message: a response has `id` and `result` or `error`; a notification `method`."""
+    id: int | str | None = None
+    method: str | None = None
+    params: dict[str, Any] | None = None
+    result: Any = None
+    error: dict[str, Any] | None = None
+
+
+_decoder = msgspec.json.Decoder(Message)
+_encoder = msgspec.json.Encoder()
+
+
+class NestedScv(LiveConversation):
+    def __init__(self, args: dict[str, Any], ctx: WorkerContext):
+        super().__init__(args, ctx)
+        self.out = bytearray()
+        self._splitter = LineSplitter(self._lines, MAX_LINE_BYTES)
+        self._inbox: list[Message] = []
+        self._next_id = 1
+        self._answers: dict[int, Message] = {}
+        self.session: str | None = None
+        self.jobs = JobLedger()
+        self._turn_id: str | None = None        # the turn this call started
+        self._done: Message | None = None        # its turn.completed / turn.failed
+        self._state: TurnState | None = None
+        self._ctx: WorkerContext | None = None
+        self._own_turn: str | None = None        # a turn the nested SCV started itself, while it runs
+        self._starting: int | None = None        # the id of our turn.start, until it is answered
+
+    # --- the wire ------------------------------------------------------------------------------
+
+    def _send(self, method: str, params: dict[str, Any]) -> int:
+        request_id = self._next_id
+        self._next_id += 1
+        self.out += _encoder.encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}) + b"\n"
+        self.proc.flush(self.out)
+        return request_id
+
+    def _lines(self, run: bytes) -> None:
+        for line in run.split(b"\n"):
+            if not line.strip():
+                continue
+            try:
+                self._inbox.append(_decoder.decode(line))
+            except msgspec.DecodeError:
+                continue        # not a message of this protocol: ignored
+
+    def _read(self, chunks: list[bytes], closing: bool) -> None:
+        for chunk in chunks:
+            self._splitter.feed(chunk)
+        if closing:
+            self._splitter.close()
+        inbox, self._inbox = self._inbox, []
+        for message in inbox:
+            if message.method is None:
+                if isinstance(message.id, int):
+                    self._answers[message.id] = message
+                    if message.id == self._starting and isinstance(message.result, dict):
+                        # Our turn exists from here on: its notifications follow in this same read.
+                        self._turn_id = str(message.result.get("turn_id"))
+            else:
+                self._event(message.method, message.params or {})
+        self.proc.flush(self.out)
+
+    # --- the conversation's start --------------------------------------------------------------
+
+    def open(self, args: dict[str, Any], ctx: WorkerContext) -> None:
+        deadline = self._first_deadline or time.monotonic() + ctx.call.timeout_seconds
+        init = self._call("initialize", {"protocol_version": PROTOCOL_VERSION}, ctx, deadline)
+        version = init.get("protocol_version") if isinstance(init, dict) else None
+        if version != PROTOCOL_VERSION:
+            raise Ended("failed", f"the nested scv speaks protocol version {version}, not {PROTOCOL_VERSION}; install "
+                                  "the same SCV release as this one", keep=False, available=False)
+        params = {"cwd": self.cwd, "delegation_depth": self.depth}
+        if args.get("model"):
+            params["model"] = args["model"]
+        started = self._call("session.start", params, ctx, deadline)
+        self.session = started.get("session_id") if isinstance(started, dict) else None
+
+    def _call(self, method: str, params: dict[str, Any], ctx: WorkerContext, deadline: float) -> Any:
+        """A request outside a turn: its result, or Ended with the server's sentence."""
+        request_id = self._send(method, params)
+        while request_id not in self._answers:
+            if ctx.token.cancelled or time.monotonic() >= deadline:
+                reason = "cancelled" if ctx.token.cancelled else "timeout"
+                what = "was cancelled" if reason == "cancelled" else "ran past the timeout"
+                raise Ended(reason, f"{self.name} {what} before its turn started", keep=self.session is not None)
+            self._pump(ctx, deadline)
+        answer = self._answers.pop(request_id)
+        if answer.error is not None:
+            text = redact_message(str(answer.error.get("message") or answer.error))
+            signin = bool(NO_PROVIDER.search(text))
+            kind = verdict.classify(text)
+            raise Ended("failed", f"the nested scv refused {method}: {text}", keep=self.session is not None,
+                        available=kind not in AVAILABILITY and not signin,
+                        hint=hint_for(self.name) if signin or kind == "signin" else None)
+        return answer.result
+
+    def _pump(self, ctx: WorkerContext | None, until: float, throttle=None) -> None:
+        pumped = self.proc.pump(self.wait_seconds(until), ctx.token.fds() if ctx else (), self.out)
+        if pumped.ready and ctx is not None:
+            ctx.token.check()
+        self._read(pumped.stdout, pumped.exited)
+        if throttle is not None:
+            self.woke(throttle)
+        if pumped.exited:
+            self.proc.forget()
+            raise Ended("failed", f"the nested scv {self.proc.exit_text()}{self._stderr_note()}", keep=False,
+                        available=False)
+
+    def _stderr_note(self) -> str:
+        tail = self.proc.stderr.text().strip()
+        return f"; its stderr ends: {redact_message(tail[-300:], 300)}" if tail else ""
+
+    # --- one call ------------------------------------------------------------------------------
+
+    def turn(self, args: dict[str, Any], ctx: WorkerContext) -> dict[str, Any]:
+        if args.get("effort"):
+            raise ToolFailure("scv does not take effort; omit it", **self.blank())
+        if args.get("model") and self.turns > 0:
+            raise ToolFailure("scv takes model only when its conversation starts; omit model to continue this one, "
+                              "or omit session to start a new conversation with that model", **self.blank())
+        self.begin_turn(args)
+        deadline = self.deadline(ctx)
+        throttle = self.throttle(ctx)
+        self._state = TurnState(self.limit_bytes, throttle.offer)
+        self._ctx, self._done = ctx, None
+        try:
+            self._start_turn(args["prompt"], ctx, deadline, throttle)
+            self._follow(ctx, deadline, throttle)
+            return self._outcome(self._done)
+        except Ended as ended:
+            self._state.finish()
+            reply, cut = bound(self._state.reply(), self.limit_bytes)
+            raise self.failure(ended, self._result(ended.status, reply, None, cut)) from None
+        finally:
+            self._state.finish()
+            throttle.finish()
+            self._turn_id, self._state, self._ctx = None, None, None
+            self.end_turn()
+            self._record_jobs()
+
+    def _start_turn(self, prompt: str, ctx: WorkerContext, deadline: float, throttle) -> str:
+        """turn.start; while a turn the nested SCV started itself runs, wait for it to end first."""
+        while True:
+            request_id = self._starting = self._send("turn.start", {"prompt": prompt})
+            while request_id not in self._answers:
+                if ctx.token.cancelled or time.monotonic() >= deadline:
+                    raise Ended("cancelled" if ctx.token.cancelled else "timeout",
+                                f"{self.name} stopped before its turn started", keep=True)
+                self._pump(ctx, deadline, throttle)
+            answer = self._answers.pop(request_id)
+            self._starting = None
+            if answer.error is None and isinstance(answer.result, dict):
+                return str(answer.result.get("turn_id"))
+            message = str((answer.error or {}).get("message", answer.result))
+            if BUSY not in message:
+                raise Ended("failed", f"the nested scv refused turn.start: {redact_message(message)}", keep=True)
+            # Its own report turn runs: once it ends, ours starts (a turn that has not announced
+            # itself yet gets a moment to).
+            waited = time.monotonic() + BUSY_RETRY_SECONDS
+            while self._own_turn is not None or time.monotonic() < waited:
+                if ctx.token.cancelled or time.monotonic() >= deadline:
+                    raise Ended("cancelled" if ctx.token.cancelled else "timeout",
+                                f"{self.name} stopped before its turn started", keep=True)
+                self._pump(ctx, deadline if self._own_turn is not None else min(deadline, waited), throttle)
+
+    def _follow(self, ctx: WorkerContext, deadline: float, throttle) -> None:
+        stopping, settle_by = None, 0.0
+        while self._done is None:
+            now = time.monotonic()
+            if stopping is None and (ctx.token.cancelled or now >= deadline):
+                # RUNNING -> STOPPING
+                stopping = "cancelled" if ctx.token.cancelled else "timeout"
+                settle_by = now + SETTLE_SECONDS
+                self._send("turn.cancel", {})
+            elif stopping is not None and now >= settle_by:
+                # STOPPING -> SHUT DOWN: the nested SCV did not settle; the conversation ends.
+                self.proc.shutdown()
+                what = "ran past the timeout" if stopping == "timeout" else "was cancelled"
+                raise Ended(stopping, f"{self.name} {what} and its turn did not end within {SETTLE_SECONDS:g} s of "
+                                      "turn.cancel, so it was stopped; start a new conversation (omit session)",
+                            keep=False)
+            self._pump(ctx, settle_by if stopping else deadline, throttle)
+        if stopping is not None:
+            what = "ran past the timeout and its turn was cancelled" if stopping == "timeout" else "was cancelled"
+            raise Ended(stopping, f"{self.name} {what}; the conversation can continue", keep=True)
+
+    def _outcome(self, done: Message) -> dict[str, Any]:
+        params = done.params or {}
+        self._state.finish()
+        reply, cut = bound(self._state.reply(), self.limit_bytes)
+        usage = params.get("usage")
+        usage = {k: usage[k] for k in ("input_tokens", "output_tokens") if as_int(usage.get(k)) is not None} \
+            if isinstance(usage, dict) else None
+        if done.method == "turn.completed":
+            text = params.get("reply")
+            if isinstance(text, str):
+                reply, cut = bound(text, self.limit_bytes)
+            return self._result("completed", reply, usage or None, cut)
+        reason = params.get("reason")
+        error = redact_message(str(params.get("error") or "the nested turn failed"))
+        status = "cancelled" if reason in ("cancelled", "interrupted") else "failed"
+        kind = verdict.classify(error) if reason == "provider" else None
+        raise self.failure(Ended(status, f"the nested scv's turn failed ({reason}): {error}", keep=True,
+                                 available=kind not in AVAILABILITY,
+                                 hint=hint_for(self.name) if kind == "signin" else None),
+                           self._result(status, reply, usage or None, cut))
+
+    def _result(self, status: str, reply: str, usage, cut: bool) -> dict[str, Any]:
+        result = {"agent": self.name, "status": status, "reply": reply, "usage": usage, "_cwd": self.cwd,
+                  "_available": True}
+        if cut:
+            result["truncated"] = True
+        if self.session:
+            result["_vendor_session"] = self.session
+        return result
+
+    # --- its events ----------------------------------------------------------------------------
+
+    def _event(self, method: str, params: dict[str, Any]) -> None:
+        turn_id = params.get("turn_id")
+        ours = self._turn_id is not None and turn_id == self._turn_id
+        if method == "turn.started" and not ours:
+            origin = params.get("origin")
+            if isinstance(turn_id, str) and turn_id != self._turn_id:
+                self._own_turn = turn_id
+                self.jobs.turn_began(turn_id, origin)
+                self._record_jobs()
+        elif method in ("turn.completed", "turn.failed"):
+            if ours:
+                self._done = Message(method=method, params=params)
+            if turn_id == self._own_turn:
+                self._own_turn = None
+            self.jobs.turn_ended(turn_id)
+            self._record_jobs()
+        elif method == "approval.requested":
+            self._approval(params, ours)
+        elif method == "tool.completed":
+            changed = self.jobs.tool_completed(params.get("jobs"))
+            if changed:
+                self._record_jobs()
+            if ours:
+                self._offer(f"{params.get('tool')} {'done' if params.get('ok') else 'failed'}")
+        elif not ours:
+            return
+        elif method == "assistant.delta" and isinstance(params.get("text"), str):
+            self._state.on_text(params["text"])
+        elif method == "assistant.text":
+            self._state.end_text(params.get("text") if isinstance(params.get("text"), str) else None)
+        elif method == "tool.started":
+            self._offer(self._tool_line(params))
+        elif method == "tool.progress" and isinstance(params.get("line"), str):
+            self._offer(params["line"])
+
+    def _offer(self, line: str) -> None:
+        if self._state is not None:
+            self._state.offer(line)
+
+    @staticmethod
+    def _tool_line(params: dict[str, Any]) -> str:
+        tool = str(params.get("tool") or "tool")
+        summary = params.get("summary")
+        if tool == "bash":
+            try:
+                command = msgspec.json.decode(params.get("arguments") or "{}").get("command")
+            except (msgspec.DecodeError, AttributeError):
+                command = None
+            if isinstance(command, str) and command.strip():
+                return f"bash {command}"
+        return f"{tool} {summary}" if isinstance(summary, str) and summary.strip() else tool
+
+    def _approval(self, params: dict[str, Any], ours: bool) -> None:
+        request = params.get("id")
+        if not isinstance(request, str):
+            return
+        approved = False
+        ctx = self._ctx
+        if ours and ctx is not None and not ctx.token.cancelled:
+            summary = f"[{self.handle} depth {self.depth}] {params.get('summary', '')}"
+            approved = bool(ctx.ask(str(params.get("tool") or "agent"), str(params.get("risk") or "delegate"),
+                                    summary))
+            ctx.token.check()
+        # Its own turns have no call to carry the request to a person: denied.
+        self._send("approval.resolve", {"id": request, "approved": approved})
+
+    def _record_jobs(self) -> None:
+        if self.proc.alive:
+            self.proc.update_record(background_jobs=self.jobs.count or None)
+
+    # --- between calls -------------------------------------------------------------------------
+
+    def queued(self) -> bytearray:
+        return self.out
+
+    def idle_output(self, chunks: list[bytes], closing: bool) -> None:
+        """Between calls its own turns' approval requests are denied and its jobs counted."""
+        self._read(chunks, closing)
+
+
+def start(args: dict[str, Any], ctx: WorkerContext) -> NestedScv:
+    """The factory the live worker runtime calls with the conversation's first call."""
+    return opened(NestedScv(args, ctx), args, ctx)
