@@ -34,12 +34,8 @@ def approve_all(tool: str, risk: Risk, summary: str) -> bool:
     return True
 
 
-class NoPersonToAsk(RefusedError):
-    pass
-
-
 def no_person(tool: str, risk: Risk, summary: str) -> bool:
-    raise NoPersonToAsk(f"{tool} needs approval ({risk.value} risk) and there is no terminal to ask; "
+    raise RefusedError(f"{tool} needs approval ({risk.value} risk) and there is no terminal to ask; "
                         "run again with --auto-approve to allow it")
 
 

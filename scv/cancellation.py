@@ -1,27 +1,53 @@
-"""A cancellation signal the supervisor's call loop can wait on: `cancel()` is safe from a
-signal handler or another thread; `fileno()` becomes readable once it was called."""
+"""Wake-ups the supervisor side can wait on with `select`: a `Bell` rings many times, a
+`Cancellation` is one that stays rung and remembers it. Ringing is safe from a signal handler
+or another thread: it writes a byte to a pipe, which no timing can lose."""
 
 import os
 
 
-class Cancellation:
+class Bell:
+    """`ring()` makes `fileno()` readable until the waiter calls `drain()`."""
+
     def __init__(self):
         self._r, self._w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self.cancelled = False
+        self._closed = False
 
-    def cancel(self) -> None:
-        self.cancelled = True
+    def ring(self) -> None:
+        if self._closed:
+            return      # a closed descriptor's number may belong to another file by now
         try:
-            os.write(self._w, b"c")
+            os.write(self._w, b"r")
         except OSError:
-            pass
+            pass        # full: it rings already
 
     def fileno(self) -> int:
         return self._r
 
+    def drain(self) -> None:
+        try:
+            while os.read(self._r, 4096):
+                pass
+        except OSError:
+            pass
+
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         for fd in (self._r, self._w):
             try:
                 os.close(fd)
             except OSError:
                 pass
+
+
+class Cancellation(Bell):
+    """Rung once for good: `cancel()`, then `cancelled` is true and `fileno()` stays readable."""
+
+    def __init__(self):
+        super().__init__()
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self.ring()

@@ -12,6 +12,7 @@ cancels the jobs and ends the conversations, live workers included.
 """
 
 import itertools
+import select
 import threading
 from collections import deque
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import msgspec
 from scv import events as ev
 from scv.calls import ToolRunner
 from scv.agents.session import AgentSession
-from scv.cancellation import Cancellation
+from scv.cancellation import Bell, Cancellation
 from scv.config import Config, scv_home
 from scv.events import EventSink
 from scv.prompt import system_prompt
@@ -72,8 +73,9 @@ class Session:
         self._lock = threading.Lock()
         self.on_queued: Callable[[], None] | None = None
         self.closed = False
+        self._work_bell = Bell()   # rung when a turn is queued or a job settles
         services = open_services(ctx.config, scv_home(), auto_approve=auto_approve, queue_report=self.queue_report,
-                                 agents=agents)
+                                 agents=agents, on_settle=self._work_bell.ring)
         self.agents, self.jobs = services.agents, services.jobs
         self.registry = build_registry(ctx, services)
         # The session's approvals go through `ask`; the runner's own approver is never consulted.
@@ -127,6 +129,7 @@ class Session:
     def queue_turn(self, prompt: str, origin: dict[str, Any]) -> None:
         with self._lock:
             self._queue.append(QueuedTurn(prompt, origin))
+        self._work_bell.ring()
         if self.on_queued is not None:
             self.on_queued()
 
@@ -135,6 +138,7 @@ class Session:
         say), so results that arrive while it waits join it (background job reports)."""
         with self._lock:
             self._queue.append(QueuedTurn("", {}, build))
+        self._work_bell.ring()
         if self.on_queued is not None:
             self.on_queued()
 
@@ -150,6 +154,16 @@ class Session:
             if built is not None:
                 return QueuedTurn(*built)
 
+    def wait_for_work(self, cancel: Cancellation) -> None:
+        """Blocks until a turn is queued, a job settles, or `cancel` fires (a one-shot client's wait)."""
+        select.select([self._work_bell.fileno(), cancel.fileno()], [], [])
+        self._work_bell.drain()
+
+    def requeue(self, queued: QueuedTurn) -> None:
+        """Puts a turn taken with `next_queued` back at the front (a client turn got in first)."""
+        with self._lock:
+            self._queue.appendleft(queued)
+
     def held(self) -> bool:
         """Work that will still queue a turn: a queued turn, or background jobs outstanding."""
         with self._lock:
@@ -164,6 +178,7 @@ class Session:
         if self.jobs is not None:
             self.jobs.close()
         self.agents.close()
+        self._work_bell.close()
 
 
 def _hosted_tools(ctx: ToolContext, provider: Provider) -> tuple[dict[str, Any], ...]:

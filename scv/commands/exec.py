@@ -6,6 +6,7 @@ turn, which cancels the running tool call and stops its processes; the process e
 that call has ended (at most the supervisor's cancel bound).
 """
 
+import select
 import signal
 import sys
 import threading
@@ -21,7 +22,8 @@ from scv.approval import terminal_approver
 from scv.cancellation import Cancellation
 from scv.commands.common import load_context, workspace_option
 from scv.delegations.startup import start_tracking
-from scv.errors import RefusedError, ScvError, UsageError
+from scv.errors import (EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE, RefusedError, ScvError, UsageError,
+                        interrupted_exit)
 from scv.providers.factory import build_provider
 from scv.session import Session
 from scv.stopping import SETTLE_SECONDS
@@ -30,12 +32,6 @@ from scv.risk import Risk
 from scv.tools.registry import executor_modules
 from scv.turn_loop import Phase
 
-EXIT_COMPLETED = 0
-EXIT_TURN_FAILED = 1
-EXIT_USAGE = 2
-EXIT_TIMEOUT = 124
-EXIT_SIGINT = 130
-EXIT_SIGTERM = 143
 
 OTHER_STOP_WAIT = 1.0                   # waiting on the model or a person: nothing to stop
 
@@ -158,7 +154,7 @@ def _run(session: Session, prompt: str, timeout: float | None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, on_signal)
     outcomes = []
-    done = threading.Event()
+    done = Cancellation()       # readable once the turns are over
 
     def turns() -> None:
         try:
@@ -167,31 +163,31 @@ def _run(session: Session, prompt: str, timeout: float | None) -> int:
             while not cancel.cancelled and session.held():
                 queued = session.next_queued()
                 if queued is None:
-                    time.sleep(0.1)
+                    session.wait_for_work(cancel)
                     continue
                 outcomes.append(session.run_turn(queued.prompt, cancel=cancel, origin=queued.origin))
         finally:
-            done.set()
+            done.cancel()
 
     worker = threading.Thread(target=turns, name="scv-turn", daemon=True)
     worker.start()
     deadline = None if timeout is None else time.monotonic() + timeout
     timed_out = False
-    while not done.wait(0.1):
-        if stopped_by:
-            break
-        if deadline is not None and time.monotonic() >= deadline:
-            timed_out = True
-            session.cancel_reason = "timeout"
-            cancel.cancel()
-            break
-    if not done.is_set():
+    # The turns end, a signal cancels (its handler writes to `cancel`), or the deadline passes.
+    left = None if deadline is None else max(0.0, deadline - time.monotonic())
+    select.select([done.fileno(), cancel.fileno()], [], [], left)
+    if not done.cancelled and not stopped_by and deadline is not None and time.monotonic() >= deadline:
+        timed_out = True
+        session.cancel_reason = "timeout"
+        cancel.cancel()
+    if not done.cancelled:
         # Cancelled: wait for a running tool call to stop its processes; a turn that waits on the
         # model or a person has nothing running and is abandoned (its thread is a daemon).
-        done.wait(SETTLE_SECONDS if session.phase is Phase.TOOL else OTHER_STOP_WAIT)
+        wait = SETTLE_SECONDS if session.phase is Phase.TOOL else OTHER_STOP_WAIT
+        select.select([done.fileno()], [], [], wait)
     session.close()
     if stopped_by:
-        return EXIT_SIGINT if stopped_by[0] == signal.SIGINT else EXIT_SIGTERM
+        return interrupted_exit(stopped_by[0])
     if timed_out:
         return EXIT_TIMEOUT
-    return EXIT_COMPLETED if outcomes and all(o.status == "completed" for o in outcomes) else EXIT_TURN_FAILED
+    return EXIT_OK if outcomes and all(o.status == "completed" for o in outcomes) else EXIT_FAILED

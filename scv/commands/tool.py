@@ -13,7 +13,7 @@ from scv.calls import ToolRunner
 from scv.cancellation import Cancellation
 from scv.commands.common import load_context, workspace_option
 from scv.config import scv_home
-from scv.errors import RefusedError, ScvError
+from scv.errors import RefusedError, ScvError, interrupted_exit
 from scv.supervisor import Supervisor
 from scv.tools.registry import build_registry
 from scv.tools.services import Services, open_services
@@ -62,7 +62,7 @@ def tool_command(name: str, args_json: str | None, workspace: str | None, auto_a
         sys.exit(2 if isinstance(err, RefusedError) else err.exit_code)
     _emit(result.value)
     if stopped_by:
-        sys.exit(130 if stopped_by[0] == signal.SIGINT else 143)
+        sys.exit(interrupted_exit(stopped_by[0]))
     sys.exit(0 if result.ok else 1)
 
 

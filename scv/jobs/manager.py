@@ -36,11 +36,13 @@ QueueReport = Callable[[Callable[[], tuple[str, dict[str, Any]] | None]], None]
 
 
 class Jobs:
-    def __init__(self, max_background: int, policy: str, auto_approve: bool, queue_report: QueueReport):
+    def __init__(self, max_background: int, policy: str, auto_approve: bool, queue_report: QueueReport,
+                 on_settle: Callable[[], None] | None = None):
         self.max_background = max_background
         self.policy = policy
         self.auto_approve = auto_approve
         self._queue_report = queue_report
+        self._on_settle = on_settle     # told after each job settles (a waiting one-shot client)
         self._ids = itertools.count(1)
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
@@ -114,6 +116,8 @@ class Jobs:
             waiter.cancel()
         if report_now:
             self._queue_report(self._build_report)
+        if self._on_settle is not None:
+            self._on_settle()
 
     def _forget_old(self) -> None:
         # Only seen jobs are forgotten: an unseen one waits for its report turn, then goes.

@@ -4,11 +4,20 @@ The main thread reads requests; a turn runs in its own thread, one at a time, so
 and `approval.resolve` are read while it runs. Turns the session starts on its own (queued
 with `Session.queue_turn`) run when no turn is running. When the client goes away (EOF, a
 broken stdout) or the process gets SIGINT/SIGTERM, the running turn is cancelled, its tool
-call's processes are stopped, and `serve` returns.
+call's processes are stopped, and `serve` returns. Every wait is on descriptors: the read loop
+waits on stdin and the server's stop pipe together, an approval on its answer, the turn's
+cancellation and the stop pipe.
+
+```
+connection: CONNECTED ──EOF, broken stdout, SIGINT/SIGTERM──▶ GONE
+turn slot:  IDLE ──turn.start, or a turn the session queued──▶ BUSY ──its last event──▶ IDLE
+```
 """
 
 import os
+import enum
 import queue
+import select
 import signal
 import sys
 import threading
@@ -25,6 +34,7 @@ from scv.chat.channel import open_channel
 from scv.commands.common import resolve_workspace
 from scv.config import load_config
 from scv.errors import ScvError
+from scv.line_reader import TOO_LONG, LineReader
 from scv.lineage import inherited_depth
 from scv.protocol.messages import (INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_BYTES, PROTOCOL_VERSION,
                                    SERVER_ERROR, ApprovalResolve, BadMessage, ErrorObject, ErrorResponse,
@@ -40,16 +50,16 @@ from scv.risk import Risk
 from scv.tools.base import ToolContext
 
 OTHER_STOP_WAIT = 1.0
-WAKE_SIGNAL = signal.SIGUSR1    # sent to the reading thread when the turn thread finds stdout broken
 
 
-class _Stop(Exception):
-    """SIGINT or SIGTERM: leave the read loop as on EOF."""
+class TurnSlot(enum.Enum):
+    IDLE = "idle"
+    BUSY = "busy"       # a turn is accepted or running
 
 
 class _Approval:
     def __init__(self):
-        self.answered = threading.Event()
+        self.answered = Cancellation()      # readable once the client answered
         self.approved = False
 
 
@@ -65,12 +75,19 @@ class StdioServer:
         self._write_lock = threading.Lock()
         self._state = threading.Lock()
         self._approvals: dict[str, _Approval] = {}
-        self._busy = False                  # a turn is accepted or running
+        self._slot = TurnSlot.IDLE
         self._work: "queue.Queue[tuple | None]" = queue.Queue()     # the open session's client turns
         self._worker: threading.Thread | None = None
         self._stop = threading.Event()
         self._cancel: Cancellation | None = None
-        self._reader: int | None = None     # the thread in serve(), while it serves
+        # Readable once the server stops (the client is gone, or a signal): ends every wait.
+        self._stopping = Cancellation()
+
+    def _move(self, to: TurnSlot) -> None:
+        """The turn slot's one transition, under `_state`: IDLE <-> BUSY, never twice the same."""
+        if self._slot is to:
+            raise RuntimeError(f"the turn slot is already {to.value}")
+        self._slot = to
 
     # --- output ------------------------------------------------------------------------------
 
@@ -86,11 +103,9 @@ class StdioServer:
             except (BrokenPipeError, ValueError, OSError):
                 self.client_gone = True     # CONNECTED -> GONE: nobody reads any more, treated like EOF
         # Outside the write lock: the running turn is cancelled and its processes stopped now,
-        # not when it next finishes, and a read loop blocked on a stdin still open is woken.
+        # not when it next finishes, and a read loop waiting on a stdin still open is woken.
         self._cancel_turn("client_gone")
-        reader = self._reader
-        if reader is not None and reader != threading.get_ident():
-            signal.pthread_kill(reader, WAKE_SIGNAL)
+        self._stopping.cancel()
 
     def _respond(self, id, result: Any) -> None:
         if id is not msgspec.UNSET:     # a notification gets no response
@@ -117,7 +132,7 @@ class StdioServer:
                 self._approvals.pop(params["id"], None)     # a late approval.resolve gets an error
         elif name in (ev.TURN_COMPLETED, ev.TURN_FAILED):
             with self._state:
-                self._busy = False  # BUSY -> IDLE: a client that saw this event may start the next turn
+                self._move(TurnSlot.IDLE)   # BUSY -> IDLE: a client that saw this event may start the next turn
         self._write(Notification(method=name, params=params))
 
     # --- approvals ---------------------------------------------------------------------------
@@ -128,60 +143,42 @@ class StdioServer:
         if waiter is None:
             return False
         try:
-            while not waiter.answered.wait(0.05):
-                if cancel.cancelled or self.client_gone or self._stop.is_set():
-                    return False    # a turn cancelled while waiting denies the request
+            select.select([waiter.answered.fileno(), cancel.fileno(), self._stopping.fileno()], [], [])
+            if not waiter.answered.cancelled or cancel.cancelled or self.client_gone:
+                return False    # a turn cancelled while waiting denies the request
             return waiter.approved
         finally:
             with self._state:
                 self._approvals.pop(request_id, None)
+            waiter.answered.close()
 
     # --- the read loop -----------------------------------------------------------------------
 
     def serve(self) -> int:
-        reading = [False]
         signalled: list[int] = []
 
         def on_signal(signum, frame):
-            if signum != WAKE_SIGNAL:
-                signalled.append(signum)
-            if reading[0]:
-                raise _Stop()   # only out of readline: never while a lock is held
+            signalled.append(signum)
+            self._stopping.cancel()     # a byte in a pipe: the read loop's select sees it
 
-        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM, WAKE_SIGNAL)}
-        self._reader = threading.get_ident()
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        reader = LineReader(self.stdin.fileno(), self._stopping.fileno(), MAX_MESSAGE_BYTES)
         try:
             while not self.client_gone and not signalled:
-                reading[0] = True
-                try:
-                    if signalled or self.client_gone:
-                        break
-                    line = self.stdin.readline(MAX_MESSAGE_BYTES + 1)
-                finally:
-                    reading[0] = False
-                if not line:
+                line = reader.next()
+                if line is None:
                     break
-                if len(line) > MAX_MESSAGE_BYTES and not line.endswith(b"\n"):
-                    self._skip_rest_of_line()
+                if line is TOO_LONG:
                     self._error(None, INVALID_REQUEST, f"a message is over {MAX_MESSAGE_BYTES} bytes; it was skipped")
                     continue
                 if line.strip():
                     self._handle(line)
-        except _Stop:
-            pass
-        # A second signal while the turn stops is recorded, not fatal: the processes get stopped.
-        self._shutdown("interrupted" if signalled else "client_gone")
-        self._reader = None
-        for sig, handler in previous.items():
-            # A wake from a turn thread that outlived serve() must not end the process.
-            signal.signal(sig, signal.SIG_IGN if sig == WAKE_SIGNAL else handler)
+        finally:
+            # A second signal while the turn stops is recorded, not fatal: the processes get stopped.
+            self._shutdown("interrupted" if signalled else "client_gone")
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
         return 0
-
-    def _skip_rest_of_line(self) -> None:
-        while True:
-            chunk = self.stdin.readline(MAX_MESSAGE_BYTES)
-            if not chunk or chunk.endswith(b"\n"):
-                return
 
     def _handle(self, line: bytes) -> None:
         try:
@@ -212,7 +209,7 @@ class StdioServer:
                     if waiter is None:
                         raise BadMessage(INVALID_PARAMS, f"no approval request {params.id!r} is waiting", request.id)
                     waiter.approved = params.approved
-                    waiter.answered.set()
+                    waiter.answered.cancel()
                     self._respond(request.id, {})
                 case SessionClose():
                     self._close_session()
@@ -259,11 +256,11 @@ class StdioServer:
         if session is None:
             raise BadMessage(SERVER_ERROR, "no session is open; send session.start first", id)
         with self._state:
-            if self._busy:
+            if self._slot is TurnSlot.BUSY:
                 raise BadMessage(SERVER_ERROR, "a turn is already running; wait for turn.completed or send "
                                                "turn.cancel", id)
             # IDLE -> BUSY: the turn exists (and turn.cancel finds it) before the client hears of it.
-            self._busy = True
+            self._move(TurnSlot.BUSY)
             cancel = self._cancel = Cancellation()
         turn_id = session.new_turn_id()
         self._respond(id, {"turn_id": turn_id})
@@ -273,22 +270,24 @@ class StdioServer:
         """The session's one turn thread: client turns in order, and turns the session queued
         on its own whenever no client turn is waiting."""
         while not stop.is_set() and not self.client_gone:
-            try:
-                item = work.get(timeout=0.2)
-            except queue.Empty:
-                item = None
+            # Woken by a client turn, a turn the session queued (None), or the end (None, stop set).
+            item = work.get()
             if stop.is_set() or self.client_gone:
                 return
             if item is None:
                 with self._state:
-                    if self._busy:
+                    if self._slot is TurnSlot.BUSY:
                         continue        # a client turn was accepted; its item is on the way
                 # Outside the lock: a queued turn may build its prompt when it starts.
                 queued = session.next_queued()
                 if queued is None:
                     continue
                 with self._state:
-                    self._busy = True   # IDLE -> BUSY for a turn the server starts on its own
+                    if self._slot is TurnSlot.BUSY:
+                        work.put(None)  # a client turn got in first: try the queued one after it
+                        session.requeue(queued)
+                        continue
+                    self._move(TurnSlot.BUSY)   # IDLE -> BUSY for a turn the server starts on its own
                 item = (queued.prompt, queued.origin, None, Cancellation())
             prompt, origin, turn_id, cancel = item
             with self._state:
@@ -297,13 +296,15 @@ class StdioServer:
                 session.run_turn(prompt, cancel=cancel, origin=origin, turn_id=turn_id)
             except BaseException:
                 with self._state:
-                    self._busy = False  # the turn's last event, which clears it, never came
+                    if self._slot is TurnSlot.BUSY:
+                        self._move(TurnSlot.IDLE)   # the turn's last event, which clears it, never came
                 raise
             finally:
                 with self._state:
                     if self._cancel is cancel:
                         self._cancel = None
                     cancel.close()
+            work.put(None)      # a turn the session queued while this one ran is next
 
     def _cancel_turn(self, reason: str) -> bool:
         with self._state:

@@ -19,7 +19,8 @@ class Services:
 
 
 def open_services(config: Config, home: Path, *, auto_approve: bool = False,
-                  queue_report: Callable[[Any], None] | None = None, agents: AgentSession | None = None) -> Services:
+                  queue_report: Callable[[Any], None] | None = None, agents: AgentSession | None = None,
+                  on_settle: Callable[[], None] | None = None) -> Services:
     """A session's collaborators: its agents (discovered now) and, unless `agent.max_background`
     is 0, its job table, whose report turns go to `queue_report` (None: a listing, nothing runs).
     `agents` replaces the discovered ones (a test's fake backends)."""
@@ -28,5 +29,5 @@ def open_services(config: Config, home: Path, *, auto_approve: bool = False,
     jobs = None
     if settings.max_background > 0:
         jobs = Jobs(settings.max_background, config.tools.approval_policy, auto_approve,
-                    queue_report or (lambda build: None))
+                    queue_report or (lambda build: None), on_settle=on_settle)
     return Services(agents=agents, jobs=jobs)
