@@ -81,6 +81,18 @@ def test_one_task_gives_progress_lines_then_exactly_one_result(tmp_path, monkeyp
     assert "session" not in result and "turn" not in result
 
 
+def test_tasks_one_per_line_each_get_their_own_result_in_turn(tmp_path, monkeypatch, workspace):
+    setup_fake_home(tmp_path, monkeypatch)
+    install(tmp_path)
+    proc = start(workspace, task("first") + b"\n" + encode_task(TaskLine(id="t2", prompt="second", agent="codex"), 4, 1)
+                 + b"\n")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    results = [line["result"]["reply"] for line in lines_of(out) if line["type"] == "result"]
+    assert results == ["done first", "done second"]
+    assert [line["type"] for line in lines_of(out)] == ["progress", "result", "progress", "result"]
+
+
 def test_sigterm_tears_the_whole_tree_down_and_reports_cancelled(tmp_path, monkeypatch, workspace):
     setup_fake_home(tmp_path, monkeypatch)
     pids = install(tmp_path)

@@ -1,22 +1,28 @@
-"""`scv batch --run-one`: runs one batch task on this machine for an engine that runs tasks
-elsewhere (a Ray node). It reads the task as JSON on stdin, writes JSON lines on stdout:
-`{"type": "progress", "text": ...}` lines, then exactly one `{"type": "result", "result": {...}}`
-with the result object a local task gets, and exits 0 (2 when the input is not a task).
+"""`scv batch --run-one`: runs batch tasks on this machine for an engine that runs tasks
+elsewhere (a Ray node). It reads tasks as JSON lines on stdin, one at a time, and for each
+writes JSON lines on stdout: `{"type": "progress", "text": ...}` lines, then exactly one
+`{"type": "result", "result": {...}}` with the result object a local task gets. It exits at the
+end of its input (0; 2 when a line was not a task). Piping one task and closing stdin is the
+whole contract; the Ray task keeps one runner per Ray worker and hands it the next task, so a
+task costs no interpreter start.
 
-- SIGTERM (or SIGINT) cancels the task: SCV's own teardown stops the agent's whole tree, setsid
-  escapees included, within the cancel budget, and the result says `cancelled`.
+- SIGTERM (or SIGINT) cancels the running task: SCV's own teardown stops the agent's whole tree,
+  setsid escapees included, within the cancel budget; its result says `cancelled`, and the
+  runner exits.
 - It asks the kernel for SIGTERM when its parent dies (PR_SET_PDEATHSIG), so a killed engine
   worker still triggers the teardown. The signal follows the parent *thread*: start it from the
   main thread of the engine's task. `SCV_RUN_ONE_PARENT` names the parent's pid, to catch a
   parent that died before the request was made.
-- Like every long-lived SCV command it reconciles orphans first: what an earlier runner killed
-  with SIGKILL left behind on this machine is stopped when the next task starts here.
+- Like every long-lived SCV command it reconciles orphans when it starts, and again before each
+  task: what an earlier runner killed with SIGKILL left on this machine is stopped when the next
+  task starts here.
 
 The workspace is `-C`, else `$SCV_NODE_WORKSPACE` (set by `scv cluster join --workspace`), else
 the current folder; a task's `cwd` must stay inside it."""
 
 import ctypes
 import os
+import select
 import signal
 import sys
 from typing import Any
@@ -76,12 +82,39 @@ def die_with_parent() -> bool:
     return not (expected and expected.isdigit() and os.getppid() != int(expected))
 
 
-def _read_task(stream) -> OneTask:
-    data = stream.read(MAX_INPUT_BYTES + 1)
-    if len(data) > MAX_INPUT_BYTES:
-        raise ValueError(f"it is over {MAX_INPUT_BYTES} bytes")
+class _Lines:
+    """Lines of stdin, waiting at most 0.2 s at a time so a stop request is seen when idle."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buffer = b""
+        self.ended = False
+
+    def next(self, stop: list[int]) -> bytes | None:
+        while True:
+            if b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                if line.strip():
+                    return line
+                continue
+            if self.ended or stop:
+                line, self.buffer = self.buffer, b""
+                return line if line.strip() and not stop else None
+            if len(self.buffer) > MAX_INPUT_BYTES:
+                self.buffer = b""
+                return b"\0too long"
+            ready, _, _ = select.select([self.fd], [], [], 0.2)
+            if ready:
+                data = os.read(self.fd, 65536)
+                self.buffer += data
+                self.ended = not data
+
+
+def _decode(line: bytes) -> OneTask:
+    if line == b"\0too long":
+        raise ValueError(f"a task line is over {MAX_INPUT_BYTES} bytes")
     try:
-        return _decoder.decode(data)
+        return _decoder.decode(line)
     except msgspec.DecodeError as err:
         raise ValueError(str(err)) from None
 
@@ -93,47 +126,71 @@ def main(workspace: str | None) -> int:
     out = _Out(sys.stdout.fileno())
     if not die_with_parent():
         return 1        # the engine worker that started this is gone: nobody wants the result
-    try:
-        one = _read_task(sys.stdin.buffer)
-    except (ValueError, OSError) as err:
-        out.send({"type": "result", "result": {"status": "failed", "error": f"scv batch --run-one needs one task as "
-                                                                             f"JSON on stdin ({err})"}})
-        return EXIT_BAD_INPUT
     root = workspace or os.environ.get(WORKSPACE_VARIABLE) or None
-    out.send({"type": "result", "result": _run(one, root, stop, out)})
-    return 0
-
-
-def _run(one: OneTask, root: str | None, stop: list[int], out: _Out) -> dict[str, Any]:
-    from scv.batch.local_engine import AgentCalls, LocalEngine
-
-    if stop:
-        return {"agent": one.task.agent, "status": "cancelled"}
+    lines, runner, code = _Lines(sys.stdin.fileno()), _Runner(root), 0
     try:
-        calls = AgentCalls(root, 1)
-    except ScvError as err:
-        return {"agent": one.task.agent, "status": "failed", "error": str(err)}
-    try:
+        while not stop:
+            line = lines.next(stop)
+            if line is None:
+                break
+            try:
+                one = _decode(line)
+            except ValueError as err:
+                out.send({"type": "result", "result": {
+                    "status": "failed", "error": f"scv batch --run-one needs one task as JSON on stdin ({err})"}})
+                code = EXIT_BAD_INPUT
+                continue
+            out.send({"type": "result", "result": runner.run(one, stop, out)})
+    finally:
+        runner.close()
+    return code
+
+
+class _Runner:
+    """The call path, opened for the first task and kept for the next ones."""
+
+    def __init__(self, root: str | None):
+        self.root = root
+        self.calls = None
+        self.engine = None
+
+    def _open(self) -> None:
+        from scv.batch.local_engine import AgentCalls, LocalEngine
+        if self.calls is None:
+            self.calls = AgentCalls(self.root, 1)         # the orphan reconcile runs here
+            self.engine = LocalEngine(self.calls, 1)
+        else:
+            from scv.config import scv_home
+            from scv.delegations.reconcile import reconcile
+            try:
+                reconcile(scv_home())
+            except OSError:
+                pass
+
+    def run(self, one: OneTask, stop: list[int], out: _Out) -> dict[str, Any]:
+        if stop:
+            return {"agent": one.task.agent, "status": "cancelled"}
         try:
-            prepared = calls.prepare(one.task.agent_args())
+            self._open()
+            prepared = self.calls.prepare(one.task.agent_args())
         except ScvError as err:
             return {"agent": one.task.agent, "status": "failed", "error": str(err)}
-        engine = LocalEngine(calls, 1)
         submission = Submission(Task(one.line, one.task, prepared), one.attempt)
-        engine.submit(submission)
+        self.engine.submit(submission)
         cancelled = False
-        try:
-            while True:
-                if stop and not cancelled:
-                    # RUNNING -> CANCELLING: the supervisor stops the agent's tree
-                    cancelled = True
-                    engine.cancel(submission.key)
-                for event in engine.events(0.2):
-                    if isinstance(event, Progress):
-                        out.send({"type": "progress", "text": event.text})
-                    elif isinstance(event, Finished):
-                        return event.value
-        finally:
-            engine.close()
-    finally:
-        calls.close()
+        while True:
+            if stop and not cancelled:
+                # RUNNING -> CANCELLING: the supervisor stops the agent's tree
+                cancelled = True
+                self.engine.cancel(submission.key)
+            for event in self.engine.events(0.2):
+                if isinstance(event, Progress):
+                    out.send({"type": "progress", "text": event.text})
+                elif isinstance(event, Finished):
+                    return event.value
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+        if self.calls is not None:
+            self.calls.close()

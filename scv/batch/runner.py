@@ -189,6 +189,7 @@ class BatchRunner:
         return None
 
     def _finish(self, flight: _Flight, value: dict[str, Any], node: Node | None) -> None:
+        value.setdefault("agent", flight.submission.task.agent)
         since = flight.started_at if flight.started_at is not None else flight.submitted_at
         self._write(flight.submission.task, value, node, flight.submission.attempt, self.clock() - since)
 
