@@ -89,6 +89,8 @@ def main() -> None:
             calls.close()
             os.environ.clear()
             os.environ.update(saved)
+    from tests.benchmarks import batch_ray       # the local engine against the Ray engine (issue 13)
+    batch_ray.main()
 
 
 if __name__ == "__main__":
