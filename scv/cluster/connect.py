@@ -34,8 +34,8 @@ def require_ray() -> None:
     except (ImportError, ValueError):
         found = None
     if found is None:
-        raise RayMissing("Ray is not installed here; install scv[ray] (pip install 'scv[ray]') to use --engine ray "
-                         "and scv cluster")
+        raise RayMissing("Ray is not installed here; install scv[ray] (pip install 'scv[ray]'; in a checkout, "
+                         ".venv/bin/pip install 'ray==2.60.*') to use --engine ray and scv cluster")
 
 
 def client_environment(token_path: Path) -> None:
@@ -70,7 +70,7 @@ def _gcs_client(host: str, port: int, token_path: Path):
         socket.create_connection((host, port), timeout=TCP_SECONDS).close()
     except OSError as err:
         raise ClusterError(f"nothing answers at {address} ({err.strerror or err}); check the address and that scv "
-                           "cluster head runs there") from None
+                           f"cluster head runs there (token file {token_path})") from None
     from ray._raylet import GcsClient
     from ray.exceptions import AuthenticationError
     found: dict[str, Any] = {}
