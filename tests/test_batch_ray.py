@@ -41,9 +41,11 @@ class Cluster:
     node_ids: dict[str, str]
     machines: list[Machine] = field(default_factory=list)
 
-    def reset(self) -> None:
+    def reset(self) -> Machine:
+        """A fresh start for a test: no recorded pids, no release file; the head, which drives."""
         for name in ("pids", "release"):
             (self.shared / name).unlink(missing_ok=True)
+        return self.head
 
     def copy_token(self, machine: Machine) -> Path:
         target = machine.root / "head-token"
@@ -97,8 +99,7 @@ def lines_of(path: Path) -> dict[str, dict]:
 
 
 def test_tasks_go_to_the_nodes_offering_their_agent_with_progress_while_they_run(cluster, tmp_path):
-    cluster.reset()
-    head = cluster.head
+    head = cluster.reset()
     batch = write_batch(tmp_path / "b.jsonl",
                         *[{"id": f"c{i}", "agent": "codex", "prompt": f"hold c{i}"} for i in range(3)],
                         {"id": "k0", "agent": "claude", "prompt": "hold k0"},
@@ -114,10 +115,13 @@ def test_tasks_go_to_the_nodes_offering_their_agent_with_progress_while_they_run
     wait_for(lambda: len(shared_pids(cluster.shared)) == 3, timeout=SLOW)
     wait_for(lambda: len(re.findall(r"^c\d@\S+: \$ make hold c\d$", err.read_text(), re.M)) == 2, timeout=SLOW)
     assert not {"c0", "c1", "c2", "k0"} & set(lines_of(out))
-    status = head.json("cluster", "status", "--address", cluster.address, "--token-file", str(cluster.token))
-    by_node = {node["id"]: node for node in status["nodes"]}
-    assert by_node[cluster.node_ids["alpha"]]["running"] == {"codex": 2}
-    assert by_node[cluster.node_ids["beta"]]["running"] == {"claude": 1}
+
+    def running_per_node():      # Ray's resource view follows the tasks within a moment
+        status = head.json("cluster", "status", "--address", cluster.address, "--token-file", str(cluster.token))
+        by_node = {node["id"]: node for node in status["nodes"]}
+        seen = (by_node[cluster.node_ids["alpha"]]["running"], by_node[cluster.node_ids["beta"]]["running"])
+        return status if seen == ({"codex": 2}, {"claude": 1}) else None
+    status = wait_for(running_per_node, timeout=30, interval=0.5)
     assert [node["head"] for node in status["nodes"]].count(True) == 1 and status["orphans"] == []
     (cluster.shared / "release").write_text("")
     assert proc.wait(SLOW) == 1, err.read_text()        # g0 and w0 did not complete
@@ -134,8 +138,7 @@ def test_tasks_go_to_the_nodes_offering_their_agent_with_progress_while_they_run
 
 
 def test_sigint_leaves_no_process_on_any_node_and_resume_completes_the_rest(cluster, tmp_path):
-    cluster.reset()
-    head = cluster.head
+    head = cluster.reset()
     batch = write_batch(tmp_path / "b.jsonl",
                         {"id": "s0", "agent": "codex", "prompt": "stay s0"},
                         {"id": "s1", "agent": "codex", "prompt": "stay s1"},
@@ -163,8 +166,7 @@ def test_sigint_leaves_no_process_on_any_node_and_resume_completes_the_rest(clus
 
 
 def test_a_sigkilled_driver_leaves_no_process_and_no_orphan(cluster, tmp_path):
-    cluster.reset()
-    head = cluster.head
+    head = cluster.reset()
     batch = write_batch(tmp_path / "b.jsonl", {"id": "s0", "agent": "codex", "prompt": "stay s0"},
                         {"id": "s1", "agent": "claude", "prompt": "stay s1"})
     proc = head.start(*cluster.batch(head, batch), log=tmp_path / "err.txt")
@@ -181,8 +183,7 @@ def test_a_sigkilled_driver_leaves_no_process_and_no_orphan(cluster, tmp_path):
 
 
 def test_a_detached_batch_re_attaches_without_running_a_task_twice_and_cancels(cluster, tmp_path):
-    cluster.reset()
-    head = cluster.head
+    head = cluster.reset()
     batch = write_batch(tmp_path / "b.jsonl", {"id": "h0", "agent": "codex", "prompt": "hold h0"},
                         {"id": "h1", "agent": "claude", "prompt": "hold h1"})
     out, err = tmp_path / "out.jsonl", tmp_path / "err.txt"
@@ -277,19 +278,26 @@ def test_a_node_lost_mid_run_gives_lost_and_retries_runs_it_on_another(cluster, 
     wait_for(lambda: processes.live(record) == [], timeout=30)
 
 
-def test_the_private_one_machine_ray_runs_a_batch_and_leaves_nothing(tmp_path):
+def private_driver(tmp_path: Path, *tasks: dict, **popen) -> tuple[Machine, subprocess.Popen]:
+    """`scv batch --engine ray` without --address, in a session of its own (Ray's processes
+    inherit it), on a machine offering codex."""
     shared = tmp_path / "shared"
     shared.mkdir()
     solo = Machine("solo", tmp_path / "solo", shared).setup()
     solo.codex()
+    batch = write_batch(tmp_path / "b.jsonl", *tasks)
+    proc = subprocess.Popen([sys.executable, "-m", "scv", "batch", str(batch), "--engine", "ray", "--output",
+                             str(tmp_path / "out.jsonl")], env=solo.env(), cwd=solo.workspace,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True, **popen)
+    return solo, proc
+
+
+def test_the_private_one_machine_ray_runs_a_batch_and_leaves_nothing(tmp_path):
     before = set(Path("/tmp").glob("scv-ray-*"))
-    batch = write_batch(tmp_path / "b.jsonl", {"id": "a", "agent": "codex", "prompt": "quick a"},
-                        {"id": "b", "agent": "codex", "prompt": "quick b"}, {"id": "x", "agent": "claude",
-                                                                             "prompt": "p"})
+    solo, proc = private_driver(tmp_path, {"id": "a", "agent": "codex", "prompt": "quick a"},
+                                {"id": "b", "agent": "codex", "prompt": "quick b"},
+                                {"id": "x", "agent": "claude", "prompt": "p"}, stderr=subprocess.PIPE)
     out = tmp_path / "out.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "scv", "batch", str(batch), "--engine", "ray", "--output", str(out)],
-                            env=solo.env(), cwd=solo.workspace, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, start_new_session=True)
     try:
         _, err = proc.communicate(timeout=SLOW)
     finally:
@@ -305,15 +313,9 @@ def test_the_private_one_machine_ray_runs_a_batch_and_leaves_nothing(tmp_path):
 
 
 def test_a_sigkilled_driver_of_a_private_ray_leaves_nothing(tmp_path):
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    solo = Machine("solo", tmp_path / "solo", shared).setup()
-    solo.codex()
     before = set(Path("/tmp").glob("scv-ray-*"))
-    batch = write_batch(tmp_path / "b.jsonl", {"id": "s", "agent": "codex", "prompt": "stay s"})
-    proc = subprocess.Popen([sys.executable, "-m", "scv", "batch", str(batch), "--engine", "ray"], env=solo.env(),
-                            cwd=solo.workspace, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    solo, proc = private_driver(tmp_path, {"id": "s", "agent": "codex", "prompt": "stay s"}, stderr=subprocess.DEVNULL)
+    shared = solo.shared
     try:
         wait_for(lambda: len(shared_pids(shared)) == 3, timeout=SLOW)
         proc.kill()

@@ -93,12 +93,22 @@ def test_tasks_one_per_line_each_get_their_own_result_in_turn(tmp_path, monkeypa
     assert [line["type"] for line in lines_of(out)] == ["progress", "result", "progress", "result"]
 
 
-def test_sigterm_tears_the_whole_tree_down_and_reports_cancelled(tmp_path, monkeypatch, workspace):
+def staying(tmp_path, monkeypatch, workspace, prompt: str):
+    """A runner whose agent ignores SIGTERM and left a setsid grandchild, all three running."""
     setup_fake_home(tmp_path, monkeypatch)
     pids = install(tmp_path)
-    proc = start(workspace, task("stay here"))
+    proc = start(workspace, task(prompt))
     try:
         wait_for(lambda: len(pids_in(pids)) == 3, timeout=60)
+    except BaseException:
+        kill_leftovers(pids, proc)
+        raise
+    return pids, proc
+
+
+def test_sigterm_tears_the_whole_tree_down_and_reports_cancelled(tmp_path, monkeypatch, workspace):
+    pids, proc = staying(tmp_path, monkeypatch, workspace, "stay here")
+    try:
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
@@ -130,11 +140,8 @@ def test_the_death_of_its_parent_triggers_the_teardown(tmp_path, monkeypatch, wo
 
 
 def test_a_sigkilled_runner_leaves_nothing_of_the_agent(tmp_path, monkeypatch, workspace):
-    setup_fake_home(tmp_path, monkeypatch)
-    pids = install(tmp_path)
-    proc = start(workspace, task("stay put"))
+    pids, proc = staying(tmp_path, monkeypatch, workspace, "stay put")
     try:
-        wait_for(lambda: len(pids_in(pids)) == 3, timeout=60)
         proc.kill()         # as Ray kills a task's worker and its direct children when the driver dies
         proc.wait(10)
         wait_for(lambda: gone(pids_in(pids)), timeout=30)

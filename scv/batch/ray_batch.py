@@ -2,9 +2,7 @@
 agents: this machine needs none), then the tasks run on the cluster at `--address` (or `auto`),
 or on a private one-machine Ray started for the run when no address is given."""
 
-import os
 import sys
-import time
 from pathlib import Path
 
 from scv.batch import progress, results, tasks
