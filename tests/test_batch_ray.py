@@ -272,7 +272,8 @@ def test_a_node_lost_mid_run_gives_lost_and_retries_runs_it_on_another(cluster, 
     assert proc.wait(SLOW) == 0, err.read_text()
     line = lines_of(out)["r0"]
     assert line["status"] == "completed" and line["attempt"] == 2 and line["node"]["id"] == ids[survivor.name]
-    assert "r0 was lost" in err.read_text() and "attempt 2 of 2" in err.read_text()
+    assert re.search(r"r0 lost: node \S+ \(Ray node id \w+\) went away: \w+Error; running it again \(attempt 2 of 2\)",
+                     err.read_text()), err.read_text()
     # The dead raylet's dashboard and runtime-env agents outlive it; leave stops them by recorded pid.
     victim.leave()
     wait_for(lambda: processes.live(record) == [], timeout=30)

@@ -79,7 +79,7 @@ def test_a_lost_task_runs_again_only_within_retries():
     assert found["a"]["status"] == "completed" and found["a"]["attempt"] == 2
     assert found["b"]["status"] == "lost" and found["b"]["attempt"] == 2 and "died" in found["b"]["error"]
     assert code == 1
-    assert "a was lost on fake-1 (node fake-1 died); running it again (attempt 2 of 2)" in err
+    assert "a lost: node fake-1 died; running it again (attempt 2 of 2)" in err
     engine = FakeEngine({"codex": 1}, outcomes={"a": ["lost", "completed"]})
     code, lines, _, _ = run(engine, make_tasks(("a", "codex")))
     assert code == 1 and lines[0]["status"] == "lost" and engine.submitted == [("a", 1)]   # default: no re-run

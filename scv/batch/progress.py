@@ -34,7 +34,7 @@ class Tally:
     def line(self) -> str:
         elapsed = self.elapsed()
         finished_here = self.done + self.failed + self.lost
-        rate = finished_here / elapsed if elapsed > 0 else 0.0
+        rate = finished_here / elapsed if elapsed >= 1.0 else 0.0       # no rate out of the first moment
         return (f"scv batch: {self.done + self.skipped}/{self.total} done, {self.running} running, {self.failed} "
                 f"failed, {self.lost} lost, {elapsed:.1f} s, {rate:.2f} tasks/s")
 

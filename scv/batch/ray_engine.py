@@ -129,9 +129,9 @@ class RayEngine:
             return [Finished(task_id, attempt, node, {"status": CANCELLED})]
         except LOST_ERRORS as exc:
             del self._gens[key]
-            where = f"the node {node.label()} (node id {node.id})" if node is not None else "its node"
+            where = f"node {node.label()} (Ray node id {node.id})" if node is not None else "its node"
             return [Finished(task_id, attempt, node, {"status": LOST,
-                                                      "error": f"{where} was lost: {type(exc).__name__}"})]
+                                                      "error": f"{where} went away: {type(exc).__name__}"})]
         except rx.RayError as exc:
             del self._gens[key]
             return [Finished(task_id, attempt, node, {"status": "failed", "error": _first_line(exc)})]

@@ -180,8 +180,7 @@ class BatchRunner:
             status = CANCELLED
         elif status == LOST and attempt <= self.retries:
             # LOST -> QUEUED: --retries allows another attempt, on whichever node has a slot
-            where = f" on {node.label()}" if node is not None else ""
-            self.display.note(f"{task.id} was lost{where} ({value.get('error', 'node lost')}); running it again "
+            self.display.note(f"{task.id} lost: {value.get('error', 'its node went away')}; running it again "
                               f"(attempt {attempt + 1} of {self.retries + 1})")
             return Submission(task, attempt + 1)
         value["status"] = status
