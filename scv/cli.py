@@ -44,6 +44,7 @@ COMMANDS = {
     "status": "scv.commands.status:status_command",
     "batch": "scv.commands.batch:batch_command",
     "config": "scv.commands.config:config_command",
+    "cluster": "scv.commands.cluster:cluster_command",
 }
 
 

@@ -56,6 +56,12 @@ def parent_of(pid: int) -> int | None:
     return int(fields[1]) if fields and len(fields) > 1 else None
 
 
+def session_of(pid: int) -> int | None:
+    """The session id (the pid of the session's leader), or None when there is no such process."""
+    fields = _stat_fields(pid)
+    return int(fields[3]) if fields and len(fields) > 3 else None
+
+
 def is_running(pid: int) -> bool:
     """True for a process that exists and is not a zombie."""
     state = _stat_state(pid)

@@ -7,6 +7,7 @@ import signal
 
 from tests.conftest import run_scv
 from tests.delegation_fakes import fake_agent, gone
+from tests.batch_fakes import write_tasks
 from tests.fakes import finish, scv_process, setup_fake_home, wait_for
 
 # The fake answers "done <prompt>", sleeps forever on prompts starting "slow" unless told not to,
@@ -26,12 +27,6 @@ def install_agent(tmp_path):
     paths = {name: tmp_path / f"{name}.txt" for name in ("log", "fast", "pids")}
     fake_agent(tmp_path, "codex", AGENT.format(**{k: str(v) for k, v in paths.items()}))
     return paths
-
-
-def write_tasks(path, *prompts, extra=None):
-    lines = [json.dumps({"id": f"t{i}", "agent": "codex", "prompt": p, **(extra or {})}) for i, p in enumerate(prompts)]
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 def result_lines(path) -> list[dict]:

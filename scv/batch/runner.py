@@ -1,119 +1,204 @@
-"""Runs a batch: up to `parallel` tasks at once, each an `agent` call in its own worker (through a
-ToolRunner of its own, as a background job runs), results written as each finishes, progress on
-stderr. `stop()` (Ctrl-C, SIGTERM) cancels the running tasks, which stops their processes, and
-starts no more; their result lines say `cancelled`."""
+"""Runs a batch on an engine: keeps up to `parallel` tasks in flight, writes one result line per
+task as each finishes, shows progress, and decides the exit status. The same for every engine.
 
-import threading
+- A task whose agent no node offers fails at once (an engine would keep it waiting for ever);
+  one that waits longer than `schedule_timeout` for a slot is cancelled and fails.
+- A task `lost` with its node runs again only while `retries` allow; a cancelled one never does.
+- `stop()` (Ctrl-C, SIGTERM; safe from a signal handler) cancels what runs and starts nothing
+  more; after the engine's cancel wait what is left is force-cancelled, and a task that still
+  does not report is written as cancelled, so the run always ends."""
+
+import collections
+import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
+from scv.batch.engine import CANCELLED, LOST, Engine, Finished, Node, Progress, Started, Submission
+from scv.batch.progress import Display, Tally
 from scv.batch.results import COMPLETED, ResultSink
 from scv.batch.tasks import Task
-from scv.cancellation import Cancellation
+from scv.errors import EXIT_FAILED, EXIT_OK, interrupted_exit
 
-CANCELLED = "cancelled"
+
+POLL_SECONDS = 0.2
+FORCE_WAIT_SECONDS = 5.0
 
 
 @dataclass
-class Tally:
-    total: int
-    skipped: int = 0
-    done: int = 0
-    failed: int = 0
-    running: int = 0
-    started_at: float = field(default_factory=time.monotonic)
+class _Flight:
+    submission: Submission
+    submitted_at: float
+    started_at: float | None = None
+    node: Node | None = None
+    timed_out: bool = False
 
-    def line(self) -> str:
-        elapsed = time.monotonic() - self.started_at
-        finished = self.done + self.skipped
-        return (f"scv batch: {finished}/{self.total} done, {self.running} running, {self.failed} failed, "
-                f"{elapsed:.1f} s")
+
+def result_line(task: Task, value: dict[str, Any], node: Node | None, attempt: int, elapsed: float) -> dict[str, Any]:
+    return {"id": task.id, "line": task.line, **value, "node": node.as_dict() if node is not None else None,
+            "attempt": attempt, "elapsed_seconds": round(elapsed, 2)}
 
 
 class BatchRunner:
-    def __init__(self, make_runner: Callable[[], Any], tasks: list[Task], sink: ResultSink, parallel: int,
-                 progress: Callable[[str], None], skipped: int = 0):
-        self.make_runner = make_runner
-        self.pending = list(tasks)
+    def __init__(self, engine: Engine, tasks: list[Task], sink: ResultSink, display: Display, *, parallel: int,
+                 prefer: list[str] | tuple[str, ...] = (), schedule_timeout: float | None = None, retries: int = 0,
+                 skipped: int = 0, clock: Callable[[], float] = time.monotonic,
+                 force_wait: float = FORCE_WAIT_SECONDS):
+        self.engine = engine
+        self.tasks = list(tasks)
         self.sink = sink
+        self.display = display
         self.parallel = max(1, parallel)
-        self.progress = progress
+        self.prefer = list(prefer)
+        self.schedule_timeout = schedule_timeout
+        self.retries = max(0, retries)
+        self.clock = clock
+        self.force_wait = force_wait
         self.tally = Tally(total=len(tasks) + skipped, skipped=skipped)
-        self.stopped = False
-        self._lock = threading.Lock()
-        self._running: dict[str, Cancellation] = {}
-        self._threads: list[threading.Thread] = []
         self.all_completed = True
+        self.stopped_by: int | None = None
+        self._flights: dict[tuple[str, int], _Flight] = {}
+        self._stopping_since: float | None = None
+        self._forced_at: float | None = None
 
-    def _next(self) -> Task | None:
-        with self._lock:
-            if self.stopped or not self.pending:
-                return None
-            return self.pending.pop(0)
+    # --- control ------------------------------------------------------------------------------
 
-    def _lane(self) -> None:
-        runner = self.make_runner()        # one runner per lane: its calls never wait for another lane's
-        while True:
-            task = self._next()
-            if task is None:
-                return
-            self._run(runner, task)
+    def stop(self, signum: int = signal.SIGINT) -> None:
+        """Records the request and wakes the loop, which acts on it (safe from a signal handler)."""
+        if self.stopped_by is None:
+            self.stopped_by = signum
+            self.engine.wake()
 
-    def _run(self, runner: Any, task: Task) -> None:
-        cancel = Cancellation()
-        with self._lock:
-            if self.stopped:
-                cancel.close()
-                return
-            # PENDING -> RUNNING
-            self._running[task.id] = cancel
-            self.tally.running += 1
-        started = time.monotonic()
-        try:
-            result = runner.run(task.prepared, cancel=cancel)
-            ok, value = result.ok, dict(result.value)
-        except Exception as exc:       # a refusal at run time (all conversations busy, ...) fails the task
-            ok, value = False, {"status": "failed", "error": str(exc)}
-        status = str(value.get("status") or ("completed" if ok else "failed"))
-        if cancel.cancelled and status != COMPLETED:
-            status = CANCELLED
-        value["status"] = status
-        # Conversation handles end with this process: a result line that named one would mislead.
-        value.pop("session", None)
-        value.pop("turn", None)
-        line = {"id": task.id, "line": task.line, **value, "elapsed_seconds": round(time.monotonic() - started, 2)}
-        self.sink.write(line)
-        with self._lock:
-            # RUNNING -> FINISHED
-            self._running.pop(task.id, None)
-            self.tally.running -= 1
-            if status == COMPLETED:
-                self.tally.done += 1
+    def exit_code(self) -> int:
+        if self.stopped_by is not None:
+            return interrupted_exit(self.stopped_by)
+        return EXIT_OK if self.all_completed else EXIT_FAILED
+
+    # --- the loop -----------------------------------------------------------------------------
+
+    def run(self) -> int:
+        pending = collections.deque(Submission(task) for task in self._feasible())
+        while (pending and self.stopped_by is None) or self._flights:
+            now = self.clock()
+            if self.stopped_by is not None:
+                if self._stop_step(now):
+                    break
             else:
-                self.tally.failed += 1
-                self.all_completed = False
-            text = self.tally.line()
-        cancel.close()
-        self.progress(f"{text} ({task.id}: {status})")
+                while pending and len(self._flights) < self.parallel:
+                    submission = pending.popleft()
+                    self._flights[submission.key] = _Flight(submission, self.clock())
+                    self.engine.submit(submission)
+                self._check_schedule(now)
+            for event in self.engine.events(POLL_SECONDS):
+                again = self._handle(event)
+                if again is not None:
+                    pending.appendleft(again)
+            self.display.tick(self.tally)
+        if self.stopped_by is not None:
+            self.all_completed = False
+        self.display.final(self.tally.line() + (" (interrupted)" if self.stopped_by is not None else ""))
+        return self.exit_code()
 
-    def run(self) -> None:
-        lanes = min(self.parallel, len(self.pending))
-        for index in range(lanes):
-            thread = threading.Thread(target=self._lane, name=f"scv-batch-{index}", daemon=True)
-            self._threads.append(thread)
-            thread.start()
+    def _feasible(self) -> list[Task]:
+        """Picks each task's agent; the ones no node offers fail now, before anything starts."""
+        capacity = self.engine.capacity()
+        feasible = []
+        for task in self.tasks:
+            agent = task.spec.agent or next((name for name in self.prefer if capacity.get(name, 0) > 0), None)
+            task.agent = agent
+            if agent is None:
+                error = (f"the task names no agent and [agent] prefer names none that is offered "
+                         f"({self.engine.offers()}); name the agent")
+            elif capacity.get(agent, 0) < 1:
+                error = f"no node offers agent {agent}: {self.engine.offers()}"
+            else:
+                feasible.append(task)
+                continue
+            self._write(task, {"agent": agent, "status": "failed", "error": error}, None, 1, 0.0)
+        return feasible
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """True once every lane has finished."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        return not any(thread.is_alive() for thread in self._threads)
+    def _check_schedule(self, now: float) -> None:
+        if self.schedule_timeout is None:
+            return
+        for key, flight in self._flights.items():
+            if flight.started_at is None and not flight.timed_out and now - flight.submitted_at > self.schedule_timeout:
+                # QUEUED -> CANCELLING: no slot came free in time
+                flight.timed_out = True
+                self.engine.cancel(key)
 
-    def stop(self) -> None:
-        """Cancels the running tasks and starts no more (safe from a signal handler)."""
-        self.stopped = True
-        self.all_completed = False
-        for cancel in list(self._running.values()):
-            cancel.cancel()
+    def _stop_step(self, now: float) -> bool:
+        """True when the run must end without waiting any longer."""
+        if self._stopping_since is None:
+            # RUNNING -> STOPPING: every task in flight is asked to stop; nothing new starts
+            self._stopping_since = now
+            for key in list(self._flights):
+                self.engine.cancel(key)
+        elif self._forced_at is None and now - self._stopping_since >= self.engine.cancel_wait:
+            # STOPPING -> FORCED: what did not end within the cancel wait is killed
+            self._forced_at = now
+            for key in list(self._flights):
+                self.engine.cancel(key, force=True)
+        elif self._forced_at is not None and now - self._forced_at >= self.force_wait:
+            for flight in list(self._flights.values()):
+                self._finish(flight, {"status": CANCELLED, "error": "the task did not report after it was cancelled"},
+                             flight.node)
+            self._flights.clear()
+            return True
+        return False
+
+    def _handle(self, event) -> Submission | None:
+        flight = self._flights.get((event.task_id, event.attempt))
+        if flight is None:
+            return None
+        if isinstance(event, Started):
+            # QUEUED -> RUNNING
+            flight.started_at = self.clock()
+            flight.node = event.node
+            self.tally.running += 1
+            self.display.started(event.task_id, event.attempt, event.node)
+        elif isinstance(event, Progress):
+            self.display.progress(event.task_id, event.node or flight.node, event.text)
+        elif isinstance(event, Finished):
+            del self._flights[(event.task_id, event.attempt)]
+            if flight.started_at is not None:
+                self.tally.running -= 1
+            return self._finished(flight, event)
+        return None
+
+    def _finished(self, flight: _Flight, event: Finished) -> Submission | None:
+        task, attempt = flight.submission.task, flight.submission.attempt
+        value = dict(event.value)
+        status = str(value.get("status") or "failed")
+        node = event.node or flight.node
+        if status != COMPLETED and flight.timed_out:
+            status = "failed"
+            value["error"] = (f"waited more than {self.schedule_timeout:g} s for a free slot of agent {task.agent} "
+                              "(--schedule-timeout)")
+        elif status != COMPLETED and self.stopped_by is not None:
+            status = CANCELLED
+        elif status == LOST and attempt <= self.retries:
+            # LOST -> QUEUED: --retries allows another attempt, on whichever node has a slot
+            self.display.note(f"{task.id} lost: {value.get('error', 'its node went away')}; running it again "
+                              f"(attempt {attempt + 1} of {self.retries + 1})")
+            return Submission(task, attempt + 1)
+        value["status"] = status
+        self._finish(flight, value, node)
+        return None
+
+    def _finish(self, flight: _Flight, value: dict[str, Any], node: Node | None) -> None:
+        value.setdefault("agent", flight.submission.task.agent)
+        since = flight.started_at if flight.started_at is not None else flight.submitted_at
+        self._write(flight.submission.task, value, node, flight.submission.attempt, self.clock() - since)
+
+    def _write(self, task: Task, value: dict[str, Any], node: Node | None, attempt: int, elapsed: float) -> None:
+        status = str(value.get("status"))
+        self.sink.write(result_line(task, value, node, attempt, elapsed))
+        if status == COMPLETED:
+            self.tally.done += 1
+        elif status == LOST:
+            self.tally.lost += 1
+            self.all_completed = False
+        else:
+            self.tally.failed += 1
+            self.all_completed = False
+        self.display.finished(task.id, status, node, self.tally)

@@ -36,7 +36,8 @@ class TaskLine(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 class Task:
     line: int
     spec: TaskLine
-    prepared: Any           # scv.calls.PreparedCall of the agent call
+    prepared: Any           # what the engine's check returned: the local engine's prepared agent call
+    agent: str | None = None    # the agent that runs it, once the runner has picked it
 
     @property
     def id(self) -> str:

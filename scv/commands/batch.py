@@ -1,46 +1,47 @@
-"""`scv batch FILE.jsonl`: runs one `agent` call per input line, up to --parallel at once."""
+"""`scv batch FILE.jsonl`: runs one `agent` call per input line, on this machine (the local
+engine) or across a Ray cluster (`--engine ray`, scv/batch/ray_batch.py, which needs scv[ray])."""
 
-import signal
 import sys
-import threading
 from pathlib import Path
 
 import click
-import msgspec
 
-from scv.batch import results, tasks
-from scv.agents.session import open_agent_session
+from scv.batch import progress, tasks
+from scv.batch.drive import drive, open_output
 from scv.batch.runner import BatchRunner
-from scv.calls import ToolRunner
-from scv.commands.common import load_context, workspace_option
-from scv.config import scv_home
-from scv.delegations.startup import start_tracking
-from scv.errors import ConfigError, ScvError, UsageError
-from scv.stopping import SETTLE_SECONDS
-from scv.supervisor import Supervisor
-from scv.tools.base import ToolContext
-from scv.tools.registry import build_registry, executor_modules
-from scv.tools.services import Services
+from scv.errors import EXIT_SIGINT, ScvError, UsageError
 
-EXIT_ALL_COMPLETED = 0
-EXIT_SOME_DID_NOT = 1
-EXIT_SIGINT = 130
-EXIT_SIGTERM = 143
-
-
-def _approved(tool: str, risk, summary: str) -> bool:
-    # The person who ran `scv batch FILE` asked for exactly these calls.
-    return True
+LOCAL_MAX_PARALLEL = 64
+RAY_ONLY = ("address", "token_file", "schedule_timeout", "retries", "detach", "cancel")
 
 
 @click.command("batch")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--parallel", type=click.IntRange(min=1, max=64), default=None, metavar="N",
-              help="Tasks running at once (default agent.max_background).")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Where tasks run: this machine, or the nodes of a Ray cluster (needs scv[ray]).")
+@click.option("--parallel", type=click.IntRange(min=1, max=4096), default=None, metavar="N",
+              help="Tasks in flight at once (default: agent.max_background locally, the cluster's slots on Ray).")
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
               help="Write result lines here; running again with the same file skips completed tasks.")
-@workspace_option
-def batch_command(file: Path, parallel: int | None, output: Path | None, workspace: str | None) -> None:
+@click.option("--quiet", is_flag=True, help="Print only the final tally on stderr.")
+@click.option("--address", metavar="HEAD:PORT", default=None,
+              help="Ray: the cluster's head, or auto (RAY_ADDRESS, else this machine's head); default: a private "
+                   "one-machine Ray for this run.")
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="Ray: the cluster's token (default $SCV_HOME/cluster/token).")
+@click.option("--schedule-timeout", type=click.FloatRange(min=1), default=None, metavar="S",
+              help="Ray: fail a task that waits longer than S seconds for a slot (default 600).")
+@click.option("--retries", type=click.IntRange(min=0, max=10), default=None, metavar="N",
+              help="Ray: run a task lost with its node again, up to N times (default 0).")
+@click.option("--detach", is_flag=True, help="Ray: the head owns the batch; this command only streams its results "
+                                              "and may be stopped and run again to re-attach.")
+@click.option("--cancel", is_flag=True, help="Ray: cancel the detached batch of FILE and --output.")
+@click.option("--run-one", is_flag=True, hidden=True, help="Run one task read as JSON on stdin (docs/batch.md).")
+@click.option("-C", "--workspace", "workspace", metavar="DIR", default=None,
+              help="The workspace (default: the current directory).")
+def batch_command(file: Path | None, engine: str, parallel: int | None, output: Path | None, quiet: bool,
+                  address: str | None, token_file: Path | None, schedule_timeout: float | None,
+                  retries: int | None, detach: bool, cancel: bool, run_one: bool, workspace: str | None) -> None:
     """Run a batch of delegated agent calls: FILE has one JSON object per line with an id, a prompt
     and optionally agent, cwd, model, effort and timeout_seconds.
 
@@ -50,81 +51,57 @@ def batch_command(file: Path, parallel: int | None, output: Path | None, workspa
     \b
     Exit status:
       0    every task completed (this run or an earlier one with the same --output)
-      1    some task failed, was declined, timed out or was cancelled
+      1    some task failed, was lost, declined, timed out, cancelled, or had no node for its agent
       2    bad input or configuration (reported with line numbers); nothing started
       130  interrupted by SIGINT, 143 by SIGTERM; running tasks were cancelled
     """
-    ctx = load_context(workspace)
-    if ctx.config.tools.approval_policy == "never":
-        raise ConfigError("tools.approval_policy is \"never\", which denies agent calls, so scv batch cannot run "
-                          "them; set it to \"on-risk\"")
-    limit = parallel or ctx.config.agent.max_background
-    if limit < 1:
-        raise UsageError("agent.max_background is 0; pass --parallel N to say how many tasks run at once")
-    if ctx.config.agent.max_conversations < limit:
-        # Each running task holds a conversation: the batch keeps as many as it runs at once.
-        agent = msgspec.structs.replace(ctx.config.agent, max_conversations=limit)
-        ctx = ToolContext(workspace=ctx.workspace, config=msgspec.structs.replace(ctx.config, agent=agent))
-    supervisor = Supervisor(preload=executor_modules())     # before any thread
-    start_tracking(supervisor)
-    agents = open_agent_session(ctx.config, scv_home())
+    if run_one:
+        from scv.batch.run_one import main as run_one_main
+        sys.exit(run_one_main(workspace))
     try:
-        registry = build_registry(ctx, Services(agents=agents))
-        if "agent" not in registry.names():
-            raise UsageError("no agent is offered here (no agent CLI was found, or agent.max_delegation_depth is "
-                             "reached), so there is nothing to run the batch on")
-
-        def make_runner() -> ToolRunner:
-            return ToolRunner(supervisor, registry, ctx, _approved)
-
-        checker = make_runner()
-        batch = tasks.load(file, lambda args: checker.prepare("agent", args))
-        kept = results.completed_lines(output) if output is not None else {}
-        todo = [task for task in batch if task.id not in kept]
-        skipped = len(batch) - len(todo)
-        sink = results.ResultSink(output, sys.stdout.buffer)
-        sink.open({task_id: line for task_id, line in kept.items()})
-        code = _run(make_runner, todo, sink, limit, skipped)
+        if file is None:
+            raise UsageError("name the batch FILE (one JSON object per line)")
+        if engine == "ray":
+            from scv.batch.ray_batch import run_ray_batch
+            code = run_ray_batch(file, output=output, parallel=parallel, quiet=quiet, address=address,
+                                 token_file=token_file, schedule_timeout=schedule_timeout, retries=retries,
+                                 detach=detach, cancel=cancel, workspace=workspace)
+        else:
+            given = dict(address=address, token_file=token_file, schedule_timeout=schedule_timeout, retries=retries,
+                         detach=detach or None, cancel=cancel or None)
+            named = [f"--{name.replace('_', '-')}" for name in RAY_ONLY if given[name] is not None]
+            if named:
+                raise UsageError(f"{', '.join(named)} {'is' if len(named) == 1 else 'are'} for --engine ray; add "
+                                 "--engine ray or leave them out")
+            code = _local(file, output, parallel, quiet, workspace)
     except ScvError as err:
         click.echo(f"scv: {err}", err=True)
         code = err.exit_code
     except KeyboardInterrupt:       # Ctrl-C while the input is checked: nothing had started
         code = EXIT_SIGINT
-    finally:
-        # The batch's conversations end with it: their markers go, so gc may collect the transcripts.
-        agents.close()
-        supervisor.close()
     sys.exit(code)
 
 
-def _run(make_runner, todo, sink: results.ResultSink, limit: int, skipped: int) -> int:
-    progress_lock = threading.Lock()
+def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, workspace: str | None) -> int:
+    from scv.batch.local_engine import AgentCalls, LocalEngine
+    from scv.commands.common import load_context
 
-    def progress(line: str) -> None:
-        with progress_lock:
-            click.echo(line, err=True)
-
-    runner = BatchRunner(make_runner, todo, sink, limit, progress, skipped=skipped)
-    stopped_by: list[int] = []
-
-    def on_signal(signum, frame):
-        if not stopped_by:
-            stopped_by.append(signum)
-            runner.stop()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, on_signal)
-    if skipped:
-        progress(f"scv batch: {skipped} task(s) already completed in {sink.path}; running {len(todo)}")
+    limit = parallel or load_context(workspace).config.agent.max_background
+    if limit < 1:
+        raise UsageError("agent.max_background is 0; pass --parallel N to say how many tasks run at once")
+    if limit > LOCAL_MAX_PARALLEL:
+        raise UsageError(f"--parallel {limit} is more than the local engine runs at once ({LOCAL_MAX_PARALLEL}); "
+                         "pass at most that, or use --engine ray")
+    calls = AgentCalls(workspace, limit)
     try:
-        runner.run()
-        while not runner.wait(0.2):
-            if stopped_by:
-                runner.wait(SETTLE_SECONDS)
-                break
+        batch = tasks.load(file, calls.prepare)
+        sink, todo, skipped = open_output(output, batch)
+        engine = LocalEngine(calls, limit)
+        runner = BatchRunner(engine, todo, sink, progress.choose(sys.stderr, quiet), parallel=limit,
+                             prefer=calls.config.agent.prefer, skipped=skipped)
+        try:
+            return drive(runner, sink)
+        finally:
+            engine.close()
     finally:
-        sink.close()
-    progress(runner.tally.line() + (" (interrupted)" if stopped_by else ""))
-    if stopped_by:
-        return EXIT_SIGINT if stopped_by[0] == signal.SIGINT else EXIT_SIGTERM
-    return EXIT_ALL_COMPLETED if runner.all_completed else EXIT_SOME_DID_NOT
+        calls.close()

@@ -13,15 +13,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from scv.approval import approve_all
 from scv.batch import tasks as batch_tasks
+from scv.batch.local_engine import AgentCalls, LocalEngine
+from scv.batch.progress import Display
 from scv.batch.results import ResultSink
 from scv.batch.runner import BatchRunner
-from scv.calls import ToolRunner
-from scv.config import load_config
-from scv.supervisor import Supervisor
-from scv.tools.base import ToolContext
-from scv.tools.registry import build_registry, executor_modules
 from tests.agent_fakes import install
 
 TASKS = 100
@@ -44,19 +40,15 @@ def _setup(root: Path) -> Path:
     return workspace
 
 
-def _batch(supervisor: Supervisor, workspace: Path, prompts: list[str], root: Path) -> tuple[float, float, bool]:
-    ctx = ToolContext(workspace=workspace, config=load_config(workspace))
-    registry = build_registry(ctx)
-    checker = ToolRunner(supervisor, registry, ctx, approve_all)
+def _batch(calls: AgentCalls, prompts: list[str], root: Path) -> tuple[float, float, bool]:
     path = root / f"batch-{time.monotonic_ns()}.jsonl"
     path.write_text("".join(json.dumps({"id": f"t{i}", "agent": "codex", "prompt": p}) + "\n"
                             for i, p in enumerate(prompts)))
-    loaded = batch_tasks.load(path, lambda args: checker.prepare("agent", args))
-    runner = BatchRunner(lambda: ToolRunner(supervisor, registry, ctx, approve_all), loaded,
-                         ResultSink(None, io.BytesIO()), PARALLEL, lambda line: None)
+    loaded = batch_tasks.load(path, calls.prepare)
+    runner = BatchRunner(LocalEngine(calls, PARALLEL), loaded, ResultSink(None, io.BytesIO()), Display(io.StringIO()),
+                         parallel=PARALLEL)
     cpu0, wall0 = time.process_time(), time.perf_counter()
     runner.run()
-    runner.wait()
     return time.perf_counter() - wall0, time.process_time() - cpu0, runner.all_completed
 
 
@@ -78,25 +70,27 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         workspace = _setup(root)
-        supervisor = Supervisor(preload=executor_modules())
+        calls = AgentCalls(str(workspace), PARALLEL)
         try:
-            _batch(supervisor, workspace, ["warm up"] * PARALLEL, root)
+            _batch(calls, ["warm up"] * PARALLEL, root)
             baseline = _direct(root)
-            wall, cpu, ok = _batch(supervisor, workspace, [f"task {i}" for i in range(TASKS)], root)
+            wall, cpu, ok = _batch(calls, [f"task {i}" for i in range(TASKS)], root)
             assert ok, "a benchmark task did not complete"
             print(f"   baseline: the fake agent launched directly, {TASKS} times at {PARALLEL} at once: "
                   f"{TASKS / baseline:.1f} tasks/s")
             print(f"   scv batch --parallel {PARALLEL}, {TASKS} tasks: {TASKS / wall:.1f} tasks/s "
                   f"(ratio {wall / baseline:.2f}x the direct launches' time); supervisor CPU "
                   f"{cpu / TASKS * 1000:.2f} ms per task")
-            wall, cpu, ok = _batch(supervisor, workspace, ["sleep please"] * SLEEPERS, root)
+            wall, cpu, ok = _batch(calls, ["sleep please"] * SLEEPERS, root)
             assert ok, "a sleeping task did not complete"
             print(f"   {SLEEPERS} agents sleeping {SLEEP_SECONDS} s: {wall:.1f} s wall, supervisor CPU "
                   f"{cpu * 1000:.0f} ms = {cpu / wall * 100:.2f} % of one core (target < 1 %)")
         finally:
-            supervisor.close()
+            calls.close()
             os.environ.clear()
             os.environ.update(saved)
+    from tests.benchmarks import batch_ray       # the local engine against the Ray engine (issue 13)
+    batch_ray.main()
 
 
 if __name__ == "__main__":

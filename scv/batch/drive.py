@@ -1,0 +1,31 @@
+"""What both engines' drivers share: the result sink over an earlier run's output (resume), and
+running the batch in the main thread with SIGINT and SIGTERM stopping it."""
+
+import signal
+import sys
+from pathlib import Path
+
+from scv.batch import results, tasks
+from scv.batch.runner import BatchRunner
+
+
+def open_output(output: Path | None, batch: list[tasks.Task]):
+    """The result sink, the tasks still to run, and how many an earlier run completed."""
+    kept = results.completed_lines(output) if output is not None else {}
+    todo = [task for task in batch if task.id not in kept]
+    sink = results.ResultSink(output, sys.stdout.buffer)
+    sink.open(kept)
+    return sink, todo, len(batch) - len(todo)
+
+
+def drive(runner: BatchRunner, sink: results.ResultSink) -> int:
+    """Runs the batch in this (the main) thread: SIGINT and SIGTERM stop it."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: runner.stop(signum))
+    if runner.tally.skipped:
+        runner.display.note(f"{runner.tally.skipped} task(s) already completed in {sink.path}; running "
+                            f"{len(runner.tasks)}")
+    try:
+        return runner.run()
+    finally:
+        sink.close()

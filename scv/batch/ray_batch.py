@@ -1,0 +1,90 @@
+"""`scv batch --engine ray`: the input is checked here as for the local engine (but not against
+agents: this machine needs none), then the tasks run on the cluster at `--address` (or `auto`),
+or on a private one-machine Ray started for the run when no address is given."""
+
+import sys
+from pathlib import Path
+
+from scv.batch import progress, results, tasks
+from scv.batch.remote_check import checker
+from scv.batch.runner import BatchRunner
+from scv.cluster.settings import ClusterError, default_token
+from scv.config import scv_home
+from scv.errors import UsageError
+
+DEFAULT_SCHEDULE_TIMEOUT = 600.0
+REPORT_SECONDS = 2.0
+
+
+def _address(address: str) -> str:
+    if address != "auto":
+        return address
+    from scv.cluster.node import default_address
+    found = default_address(scv_home())
+    if found is None:
+        raise ClusterError("--address auto found no cluster: RAY_ADDRESS is not set and this machine started or "
+                           "joined none (scv cluster head); pass --address HEAD:PORT")
+    return found
+
+
+def run_ray_batch(file: Path, *, output: Path | None, parallel: int | None, quiet: bool, address: str | None,
+                  token_file: Path | None, schedule_timeout: float | None, retries: int | None, detach: bool,
+                  cancel: bool, workspace: str | None) -> int:
+    from scv.cluster.connect import require_ray
+    from scv.batch.drive import drive, open_output
+    from scv.commands.common import load_context
+    require_ray()
+    if (detach or cancel) and (address is None or output is None):
+        raise UsageError("--detach and --cancel need --address (the head keeps the batch) and --output (where its "
+                         "results go)")
+    ctx = load_context(workspace)
+    batch = tasks.load(file, checker(ctx.config))
+    token = token_file or default_token(scv_home())
+    if detach or cancel:
+        from scv.cluster.connect import client_environment
+        client_environment(token)       # before ray is imported: Ray reads its auth settings once
+        from scv.batch.ray_detach import attach
+        return attach(file, batch, output, _address(address), token, cancel=cancel, quiet=quiet, parallel=parallel,
+                      schedule_timeout=schedule_timeout or DEFAULT_SCHEDULE_TIMEOUT, retries=retries or 0,
+                      prefer=ctx.config.agent.prefer)
+    if output is not None:
+        results.completed_lines(output)     # a foreign output file is refused before anything starts
+    private = sink = None
+    try:
+        if address is None:
+            private = _start_private(ctx, parallel)
+        else:
+            from scv.cluster.connect import connect_driver
+            connect_driver(_address(address), token)
+        from scv.batch.ray_engine import RayEngine
+        sink, todo, skipped = open_output(output, batch)
+        engine = RayEngine(tick=private.report if private is not None else None, tick_seconds=REPORT_SECONDS)
+        limit = parallel or max(1, sum(engine.capacity().values()))
+        runner = BatchRunner(engine, todo, sink, progress.choose(sys.stderr, quiet), parallel=limit,
+                             prefer=ctx.config.agent.prefer, schedule_timeout=schedule_timeout or
+                             DEFAULT_SCHEDULE_TIMEOUT, retries=retries or 0, skipped=skipped)
+        return drive(runner, sink)
+    finally:
+        if sink is not None:
+            sink.close()
+        if private is not None:
+            private.stop()
+        else:
+            _disconnect()
+
+
+def _start_private(ctx, parallel: int | None):
+    """This machine's agents, each with --parallel (or agent.max_background) slots."""
+    from scv.agents.offered import discover
+    from scv.cluster.private import PrivateRay
+    slots = parallel or ctx.config.agent.max_background
+    if slots < 1:
+        raise UsageError("agent.max_background is 0; pass --parallel N to say how many tasks run at once")
+    offered = list(discover())
+    return PrivateRay({agent: slots for agent in offered}, ctx.workspace)
+
+
+def _disconnect() -> None:
+    import ray
+    if ray.is_initialized():
+        ray.shutdown()

@@ -1,0 +1,153 @@
+"""The Ray engine: each submission is a Ray generator task (scv/batch/ray_task.py) that needs one
+slot of its agent, `{"scv_agent_<agent>": 1}`; Ray places it on a node that offers one. This
+process must already be connected (`ray.init`); the task's lines arrive as they are printed.
+
+A task whose node or worker goes (NodeDiedError, WorkerCrashedError, LocalRayletDiedError,
+OwnerDiedError) finishes as `lost`, naming the node; Ray itself retries nothing (max_retries=0):
+the runner decides, within --retries."""
+
+import time
+from typing import Any, Callable, Iterable
+
+import ray
+import ray.exceptions as rx
+
+from scv.batch.engine import CANCELLED, LOST, Event, Finished, Node, Progress, Started, Submission
+from scv.batch.run_one import encode_task
+from scv.cluster.settings import AGENT_RESOURCE, slots_resource
+
+# The driver waits this long for cancelled tasks (each runner's teardown), then force-cancels.
+CANCEL_WAIT_SECONDS = 12.0
+LOST_ERRORS = (rx.NodeDiedError, rx.WorkerCrashedError, rx.LocalRayletDiedError, rx.OwnerDiedError)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("Traceback", "File ", "ray::")) and "\x1b" not in line:
+            return line[:300]
+    return type(exc).__name__
+
+
+class RayEngine:
+    cancel_wait = CANCEL_WAIT_SECONDS
+
+    def __init__(self, tick: Callable[[], None] | None = None, tick_seconds: float = 2.0):
+        from scv.batch.ray_task import run_task
+        self._run_task = run_task
+        self._tick, self._tick_seconds, self._ticked = tick, tick_seconds, 0.0
+        self._gens: dict[tuple[str, int], Any] = {}
+        self._nodes: dict[tuple[str, int], Node] = {}
+        self._names: dict[str, Node] = {}
+
+    # --- what the cluster offers ---------------------------------------------------------------
+
+    def capacity(self) -> dict[str, int]:
+        return {name[len(AGENT_RESOURCE):]: int(value) for name, value in ray.cluster_resources().items()
+                if name.startswith(AGENT_RESOURCE) and value >= 1}
+
+    def _alive_nodes(self) -> list[dict[str, Any]]:
+        return [n for n in ray.nodes() if n.get("Alive")]
+
+    def offers(self) -> str:
+        parts = []
+        for info in self._alive_nodes():
+            node = self._node(info["NodeID"], info.get("NodeManagerHostname") or "?")
+            agents = [f"{name[len(AGENT_RESOURCE):]} {int(v)}" for name, v in sorted(info["Resources"].items())
+                      if name.startswith(AGENT_RESOURCE)]
+            if agents:
+                parts.append(f"{node.label()} offers {', '.join(agents)}")
+        return "; ".join(parts) if parts else "no node offers any agent (scv cluster join adds one)"
+
+    def _node(self, node_id: str, host: str) -> Node:
+        if node_id not in self._names:
+            infos = self._alive_nodes()
+            hosts = [(n.get("Labels") or {}).get("scv_host") or n.get("NodeManagerHostname") for n in infos]
+            for info, name in zip(infos, hosts):
+                shared = hosts.count(name) > 1
+                self._names[info["NodeID"]] = Node(host=name or "?", id=info["NodeID"],
+                                                   name=f"{name}/{info['NodeID'][:6]}" if shared else (name or "?"))
+            self._names.setdefault(node_id, Node(host=host, id=node_id, name=f"{host}/{node_id[:6]}"))
+        return self._names[node_id]
+
+    # --- tasks ---------------------------------------------------------------------------------
+
+    def submit(self, submission: Submission) -> None:
+        task = submission.task
+        payload = encode_task(task.spec, task.line, submission.attempt)
+        self._gens[submission.key] = self._run_task.options(
+            resources={slots_resource(task.agent): 1}, name=f"scv {task.id} #{submission.attempt}").remote(payload)
+
+    def wake(self) -> None:
+        """Nothing to do: ray.wait returns within the runner's poll, the shortest the display allows."""
+
+    def cancel(self, key: tuple[str, int], force: bool = False) -> None:
+        gen = self._gens.get(key)
+        if gen is not None:
+            try:
+                ray.cancel(gen, force=force)
+            except Exception:       # already finished, or its worker already gone: its end is on its way
+                pass
+
+    def close(self) -> None:
+        self._gens.clear()
+
+    def events(self, timeout: float) -> Iterable[Event]:
+        if self._tick is not None and time.monotonic() - self._ticked >= self._tick_seconds:
+            self._ticked = time.monotonic()
+            self._tick()
+        if not self._gens:
+            return []
+        keys = list(self._gens)
+        gens = [self._gens[k] for k in keys]
+        ready, _ = ray.wait(gens, num_returns=1, timeout=timeout, fetch_local=True)
+        found: list[Event] = []
+        while ready:
+            ready_ids = {id(g) for g in ready}
+            for key in keys:
+                gen = self._gens.get(key)
+                if gen is not None and id(gen) in ready_ids:
+                    found.extend(self._pull(key, gen))
+            live = [self._gens[k] for k in keys if k in self._gens]
+            if not live:
+                break
+            ready, _ = ray.wait(live, num_returns=len(live), timeout=0, fetch_local=True)
+            if len(found) > 1000:
+                break
+        return found
+
+    def _pull(self, key: tuple[str, int], gen) -> list[Event]:
+        """The next item of one ready generator (ray.wait said it would not block)."""
+        task_id, attempt = key
+        node = self._nodes.get(key)
+        try:
+            message = ray.get(next(gen))
+        except StopIteration:
+            del self._gens[key]
+            return [Finished(task_id, attempt, node, {"status": "failed",
+                                                      "error": "the task ended without a result"})]
+        except rx.TaskCancelledError:
+            del self._gens[key]
+            return [Finished(task_id, attempt, node, {"status": CANCELLED})]
+        except LOST_ERRORS as exc:
+            del self._gens[key]
+            where = f"node {node.label()} (Ray node id {node.id})" if node is not None else "its node"
+            return [Finished(task_id, attempt, node, {"status": LOST,
+                                                      "error": f"{where} went away: {type(exc).__name__}"})]
+        except rx.RayError as exc:
+            del self._gens[key]
+            return [Finished(task_id, attempt, node, {"status": "failed", "error": _first_line(exc)})]
+        kind = message.get("type") if isinstance(message, dict) else None
+        if kind == "started":
+            node = self._node(str(message.get("node_id")), str(message.get("host")))
+            self._nodes[key] = node
+            return [Started(task_id, attempt, node)]
+        if kind == "progress":
+            return [Progress(task_id, attempt, node, str(message.get("text", "")))]
+        if kind == "result":
+            del self._gens[key]
+            value = message.get("result") if isinstance(message.get("result"), dict) else {}
+            value.setdefault("status", "failed")
+            return [Finished(task_id, attempt, node, value)]
+        return []

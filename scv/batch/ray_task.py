@@ -1,0 +1,146 @@
+"""The Ray task that runs one batch task on a node: a generator that hands the task to `scv
+batch --run-one` (the runner contract, scv/batch/run_one.py) and yields each line the runner
+prints as it comes. The runner runs in a session of its own; each Ray worker keeps its runner
+for the next task (a new interpreter per task would cost more than a short task itself), and a
+cancelled or broken runner is replaced.
+
+The runner's stdout is pumped with a selector at 0.2 s: Ray delivers a cancel as an exception
+in this thread, which a blocking read would hold off until the child exits. Ray only says
+"stop"; SCV's own teardown stops the tree (the runner's SIGTERM handling, then its death
+signal), including `setsid` escapees, which survive both Ray's soft and force cancel."""
+
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import ray
+
+from scv.batch.run_one import PARENT_VARIABLE, WORKSPACE_VARIABLE
+from scv.stopping import SETTLE_SECONDS
+
+PUMP_SECONDS = 0.2
+STDERR_TAIL = 4096
+MAX_LINE = 1 << 20
+
+
+def runner_environment(inherited: dict[str, str]) -> dict[str, str]:
+    """The worker's environment minus Ray's own (its token path and addresses stay with Ray)."""
+    env = {name: value for name, value in inherited.items() if not name.startswith("RAY_")}
+    env[PARENT_VARIABLE] = str(os.getpid())
+    return env
+
+
+class _Runner:
+    # This Ray worker's runner, kept between tasks. A class attribute, not a module global: Ray
+    # may ship the task function by value, with globals of its own; the class is imported.
+    kept: "_Runner | None" = None
+
+    def __init__(self):
+        # From this (the task's main) thread: the runner's death signal follows the thread that forked it.
+        self.proc = subprocess.Popen([sys.executable, "-m", "scv", "batch", "--run-one"],
+                                     env=runner_environment(dict(os.environ)),
+                                     cwd=os.environ.get(WORKSPACE_VARIABLE) or None, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        proc = self.proc
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(proc.stdout, selectors.EVENT_READ, "out")
+        self.selector.register(proc.stderr, selectors.EVENT_READ, "err")
+        self.open = 2
+        self.buffer = b""
+        self.stderr = b""
+        self.saw_result = False
+
+    def _read(self, timeout: float) -> list[bytes]:
+        lines = []
+        for key, _ in self.selector.select(timeout):
+            data = os.read(key.fileobj.fileno(), 65536)
+            if not data:
+                self.selector.unregister(key.fileobj)
+                self.open -= 1
+                continue
+            if key.data == "err":
+                self.stderr = (self.stderr + data)[-STDERR_TAIL:]
+                continue
+            self.buffer += data
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                if line.strip():
+                    lines.append(line)
+            if len(self.buffer) > MAX_LINE:
+                self.buffer = b""       # an over-long line is skipped, never kept growing
+        return lines
+
+    def usable(self) -> bool:
+        return self.proc.poll() is None and self.open == 2 and not self.buffer
+
+    def messages(self, payload: bytes):
+        """The runner's lines for one task, up to and with its result line."""
+        import msgspec
+        self.saw_result, self.stderr = False, b""
+        try:
+            self.proc.stdin.write(payload + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            return
+        while self.open:
+            for line in self._read(PUMP_SECONDS):
+                try:
+                    message = msgspec.json.decode(line)
+                except msgspec.DecodeError:
+                    continue
+                if isinstance(message, dict) and message.get("type") in ("progress", "result"):
+                    yield message
+                    if message["type"] == "result":
+                        self.saw_result = True
+                        return
+
+    def failure(self, host: str) -> dict:
+        try:
+            code = self.proc.wait(2)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            code = self.proc.returncode
+        tail = self.stderr.decode(errors="replace").strip().splitlines()[-3:]
+        return {"status": "failed", "error": f"the runner on {host} exited with status {code} without a result"
+                + (f": {' | '.join(tail)}" if tail else "")}
+
+    def stop(self) -> None:
+        """The runner tears its tree down on SIGTERM; one that does not end within the cancel
+        budget is killed (what is below it then cleans up after its supervisor)."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            if self.open:
+                self._read(PUMP_SECONDS)        # keep its pipes drained, or it blocks writing its result
+            else:
+                time.sleep(PUMP_SECONDS)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@ray.remote(num_cpus=0, max_retries=0)
+def run_task(payload: bytes):
+    host = socket.gethostname()
+    yield {"type": "started", "node_id": ray.get_runtime_context().get_node_id(), "host": host}
+    if _Runner.kept is None or not _Runner.kept.usable():
+        _Runner.kept = _Runner()
+    runner = _Runner.kept
+    try:
+        yield from runner.messages(payload)
+    except BaseException:       # Ray's cancel (KeyboardInterrupt), or the generator closed
+        # RUNNING -> CANCELLING: the runner stops its agent, reports, and exits
+        _Runner.kept = None
+        runner.stop()
+        raise
+    if not runner.saw_result:
+        _Runner.kept = None
+        yield {"type": "result", "result": runner.failure(host)}

@@ -1,0 +1,195 @@
+"""`scv batch --run-one`: runs batch tasks on this machine for an engine that runs tasks
+elsewhere (a Ray node). It reads tasks as JSON lines on stdin, one at a time, and for each
+writes JSON lines on stdout: `{"type": "progress", "text": ...}` lines, then exactly one
+`{"type": "result", "result": {...}}` with the result object a local task gets. It exits at the
+end of its input (0; 2 when a line was not a task). Piping one task and closing stdin is the
+whole contract; the Ray task keeps one runner per Ray worker and hands it the next task, so a
+task costs no interpreter start.
+
+- SIGTERM (or SIGINT) cancels the running task: SCV's own teardown stops the agent's whole tree,
+  setsid escapees included, within the cancel budget; its result says `cancelled`, and the
+  runner exits.
+- It asks the kernel for SIGTERM when its parent dies (PR_SET_PDEATHSIG), so a killed engine
+  worker still triggers the teardown. The signal follows the parent *thread*: start it from the
+  main thread of the engine's task. `SCV_RUN_ONE_PARENT` names the parent's pid, to catch a
+  parent that died before the request was made.
+- Like every long-lived SCV command it reconciles orphans when it starts, and again before each
+  task: what an earlier runner killed with SIGKILL left on this machine is stopped when the next
+  task starts here.
+
+The workspace is `-C`, else `$SCV_NODE_WORKSPACE` (set by `scv cluster join --workspace`), else
+the current folder; a task's `cwd` must stay inside it."""
+
+import ctypes
+import os
+import select
+import signal
+import sys
+from typing import Any
+
+import msgspec
+
+from scv.batch.engine import Finished, Progress, Submission
+from scv.batch.tasks import Task, TaskLine
+from scv.errors import EXIT_USAGE, ScvError
+
+PARENT_VARIABLE = "SCV_RUN_ONE_PARENT"
+WORKSPACE_VARIABLE = "SCV_NODE_WORKSPACE"
+MAX_INPUT_BYTES = 1 << 20
+PR_SET_PDEATHSIG = 1
+
+
+class OneTask(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    task: TaskLine
+    line: int = 0
+    attempt: int = 1
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(OneTask)
+
+
+def encode_task(task: TaskLine, line: int, attempt: int) -> bytes:
+    return _encoder.encode(OneTask(task=task, line=line, attempt=attempt))
+
+
+class _Out:
+    """JSON lines on stdout; a reader that went away (its engine worker died) is not an error."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.broken = False
+
+    def send(self, message: dict[str, Any]) -> None:
+        if self.broken:
+            return
+        view = memoryview(_encoder.encode(message) + b"\n")
+        try:
+            while view:
+                view = view[os.write(self.fd, view):]
+        except OSError:
+            self.broken = True
+
+
+def die_with_parent() -> bool:
+    """SIGTERM when the parent goes; False when it has gone already."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    expected = os.environ.get(PARENT_VARIABLE)
+    return not (expected and expected.isdigit() and os.getppid() != int(expected))
+
+
+class _Lines:
+    """Lines of stdin, waiting at most 0.2 s at a time so a stop request is seen when idle."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buffer = b""
+        self.ended = False
+
+    def next(self, stop: list[int]) -> bytes | None:
+        while True:
+            if b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                if line.strip():
+                    return line
+                continue
+            if self.ended or stop:
+                line, self.buffer = self.buffer, b""
+                return line if line.strip() and not stop else None
+            if len(self.buffer) > MAX_INPUT_BYTES:
+                self.buffer = b""
+                return b"\0too long"
+            ready, _, _ = select.select([self.fd], [], [], 0.2)
+            if ready:
+                data = os.read(self.fd, 65536)
+                self.buffer += data
+                self.ended = not data
+
+
+def _decode(line: bytes) -> OneTask:
+    if line == b"\0too long":
+        raise ValueError(f"a task line is over {MAX_INPUT_BYTES} bytes")
+    try:
+        return _decoder.decode(line)
+    except msgspec.DecodeError as err:
+        raise ValueError(str(err)) from None
+
+
+def main(workspace: str | None) -> int:
+    stop: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, frame: stop.append(signum))
+    out = _Out(sys.stdout.fileno())
+    if not die_with_parent():
+        return 1        # the engine worker that started this is gone: nobody wants the result
+    root = workspace or os.environ.get(WORKSPACE_VARIABLE) or None
+    lines, runner, code = _Lines(sys.stdin.fileno()), _Runner(root), 0
+    try:
+        while not stop:
+            line = lines.next(stop)
+            if line is None:
+                break
+            try:
+                one = _decode(line)
+            except ValueError as err:
+                out.send({"type": "result", "result": {
+                    "status": "failed", "error": f"scv batch --run-one needs one task as JSON on stdin ({err})"}})
+                code = EXIT_USAGE
+                continue
+            out.send({"type": "result", "result": runner.run(one, stop, out)})
+    finally:
+        runner.close()
+    return code
+
+
+class _Runner:
+    """The call path, opened for the first task and kept for the next ones."""
+
+    def __init__(self, root: str | None):
+        self.root = root
+        self.calls = None
+        self.engine = None
+
+    def _open(self) -> None:
+        from scv.batch.local_engine import AgentCalls, LocalEngine
+        if self.calls is None:
+            self.calls = AgentCalls(self.root, 1)         # the orphan reconcile runs here
+            self.engine = LocalEngine(self.calls, 1)
+        else:
+            from scv.config import scv_home
+            from scv.delegations.reconcile import reconcile
+            try:
+                reconcile(scv_home())
+            except OSError:
+                pass
+
+    def run(self, one: OneTask, stop: list[int], out: _Out) -> dict[str, Any]:
+        if stop:
+            return {"agent": one.task.agent, "status": "cancelled"}
+        try:
+            self._open()
+            prepared = self.calls.prepare(one.task.agent_args())
+        except ScvError as err:
+            return {"agent": one.task.agent, "status": "failed", "error": str(err)}
+        submission = Submission(Task(one.line, one.task, prepared), one.attempt)
+        self.engine.submit(submission)
+        cancelled = False
+        while True:
+            if stop and not cancelled:
+                # RUNNING -> CANCELLING: the supervisor stops the agent's tree
+                cancelled = True
+                self.engine.cancel(submission.key)
+            for event in self.engine.events(0.2):
+                if isinstance(event, Progress):
+                    out.send({"type": "progress", "text": event.text})
+                elif isinstance(event, Finished):
+                    return event.value
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+        if self.calls is not None:
+            self.calls.close()
