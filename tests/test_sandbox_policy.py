@@ -105,18 +105,19 @@ def test_reads_reach_everything_but_the_hidden_locations(case):
     planned = rules.landlock_rules(policy.writable, policy.devices, policy.hidden, request.landlock_abi,
                                    request.hide_with, fs)
     visible_roots = [*policy.writable, *policy.devices, workspace]
+    # /dev is always read-protected by the rules (raw disks); the secrets too when no mounts hide them.
+    unreadable = [*(policy.hidden if request.hide_with == "rules" else []), rules.DEVICE_FOLDER]
     for path, kind in fs.kinds.items():
         if kind == "link":
             continue                        # checked where it leads
         rights = granted(planned, path)
-        in_hidden = any(within(path, h) for h in policy.hidden)
         in_root = any(within(path, r) for r in policy.writable) or path in policy.devices
-        if request.hide_with == "mount" or in_root:
-            assert rights & rules.READ_FILE, path      # mounts hide what the rules allow
-        elif in_hidden:
-            assert not rights & (rules.READ_FILE | rules.EXECUTE), path
-        elif kind != "dir" or not any(within(h, path) for h in policy.hidden):
+        if in_root:
             assert rights & rules.READ_FILE, path
+        elif any(within(path, h) for h in unreadable):
+            assert not rights & (rules.READ_FILE | rules.EXECUTE), path
+        elif kind != "dir" or not any(within(h, path) for h in unreadable):
+            assert rights & rules.READ_FILE, path      # in mount mode, the mounts hide the secrets
         else:
             assert rights & rules.READ_DIR, path       # on the way to a hidden path: listed only
     # Nothing that must stay visible is hidden, and every existing candidate is covered.
@@ -196,10 +197,12 @@ def test_the_label_and_the_denial_hint():
 
 def test_rules_only_hiding_lists_the_way_and_grants_the_siblings():
     fs = FakeFs({"/etc": "dir", "/etc/shadow": "file", "/etc/passwd": "file", "/etc/ssl": "dir",
-                 "/etc/os-release": "link", "/usr": "dir"})
-    planned = rules.landlock_rules([], [], ["/etc/shadow"], 7, "rules", fs)
+                 "/etc/os-release": "link", "/usr": "dir", "/dev": "dir", "/dev/null": "other", "/dev/sda": "other"})
+    planned = rules.landlock_rules([], ["/dev/null"], ["/etc/shadow"], 7, "rules", fs)
     by_path = {rule.path: rule.rights for rule in planned}
     assert by_path["/"] == rules.READ_DIR and by_path["/etc"] == rules.READ_DIR
+    assert by_path["/dev"] == rules.READ_DIR and by_path["/dev/null"] & rules.WRITE_FILE
+    assert "/dev/sda" not in by_path
     assert by_path["/usr"] == rules.READ and by_path["/etc/ssl"] == rules.READ
     assert by_path["/etc/passwd"] == rules.READ_FILE | rules.EXECUTE
     assert "/etc/shadow" not in by_path and "/etc/os-release" not in by_path

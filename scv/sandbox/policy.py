@@ -28,10 +28,10 @@ HOME_SECRETS = (
     ".claude.json", ".grok", ".dsh", ".pi", ".scv",
 )
 HOST_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/ssh", "/etc/sudoers", "/etc/sudoers.d")
-# Terminals of the user's other sessions, and daemons that would run a command outside the
-# sandbox for whoever connects (D-Bus and systemd, container engines). Landlock does not filter
-# connecting to a UNIX socket by path, so only the mount namespace can hide these.
-LOCAL_DOORS = ("/dev/pts", "/run/dbus", "/run/systemd/private", "/run/docker.sock", "/run/containerd",
+# Daemons that would run a command outside the sandbox for whoever connects (D-Bus and systemd,
+# container engines). Landlock does not filter connecting to a UNIX socket by path, so only the
+# mount namespace can hide these.
+LOCAL_DOORS = ("/run/dbus", "/run/systemd/private", "/run/docker.sock", "/run/containerd",
                "/run/podman", "/run/snapd.socket", "/run/snapd-snap.socket")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 
@@ -120,8 +120,10 @@ def _hide_around(hidden: list[str], visible: list[str], fs: PathView) -> list[st
     return kept
 
 
-def build_policy(request: SandboxRequest, workspace: str, tmpdir: str, fs: PathView) -> Policy:
-    """The call's policy. Paths are resolved, so a symlink cannot point a rule somewhere else."""
+def build_policy(request: SandboxRequest, workspace: str, tmpdir: str, fs: PathView,
+                 also_hidden: tuple[str, ...] = ()) -> Policy:
+    """The call's policy. Paths are resolved, so a symlink cannot point a rule somewhere else.
+    `also_hidden` adds what only the worker knows (the /proc entries of its ancestors)."""
     writable = [tmpdir, *request.keep]
     if request.mode == "workspace-write":
         writable += [workspace, *request.writable]
@@ -129,7 +131,7 @@ def build_policy(request: SandboxRequest, workspace: str, tmpdir: str, fs: PathV
     devices = tuple(d for d in DEVICES if fs.kind(d) == "other")
     visible = [*writable, *devices, fs.resolve(workspace)]
     hidden = []
-    for candidate in request.hidden:
+    for candidate in [*request.hidden, *also_hidden]:
         if fs.kind(candidate) is None:
             continue
         hidden.append(fs.resolve(candidate))

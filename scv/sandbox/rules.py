@@ -3,9 +3,11 @@ paths it grants them on, and what a lower ABI drops. Pure: the file system is se
 small `FsView`, so the planning is tested over generated trees.
 
 Landlock grants by hierarchy: a right granted on a folder holds for everything beneath it, and
-nothing can be taken back lower down. So reads are granted on `/` when the secret locations are
-hidden by mounts, and otherwise on every sibling along the path to each secret location, with
-only the listing of the folders on that path (`hide_with = "rules"`).
+nothing can be taken back lower down. So reads are granted on every sibling along the path to
+each location kept unreadable, with only the listing of the folders on that path. `/dev` is
+always one of them (only the harmless devices are granted: a raw disk or /dev/mem would show
+what the mounts hide); the secret locations are too when no mount namespace hides them
+(`hide_with = "rules"`).
 """
 
 import posixpath
@@ -25,9 +27,11 @@ NET_BIND_TCP, NET_CONNECT_TCP = 1 << 0, 1 << 1
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 
 READ = EXECUTE | READ_FILE | READ_DIR
+DEVICE_FOLDER = "/dev"
 # The only rights a rule on something that is not a folder may carry.
 FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV
-WRITE_RIGHTS = (ABI1_FS & ~READ) | REFER | TRUNCATE | IOCTL_DEV
+# No device nodes are made anywhere: a block device made in the workspace would read the raw disk.
+WRITE_RIGHTS = (ABI1_FS & ~(READ | MAKE_CHAR | MAKE_BLOCK)) | REFER | TRUNCATE | IOCTL_DEV
 DEVICE_RIGHTS = READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV
 
 # What each ABI step adds, and what a call loses on a kernel below it.
@@ -120,8 +124,10 @@ def landlock_rules(writable: Iterable[str], devices: Iterable[str], hidden: Iter
     """Every rule of the call's ruleset; each rule's rights are within what the ABI handles and
     what its kind of file may carry."""
     handled = handled_fs(abi)
-    hidden = list(hidden)
-    rules = _sibling_reads(hidden, fs) if hide_with == "rules" and hidden else [Rule("/", READ)]
+    unreadable = [*(hidden if hide_with == "rules" else []), DEVICE_FOLDER]
+    rules = _sibling_reads(unreadable, fs)
+    if fs.kind(DEVICE_FOLDER) == "dir":
+        rules.append(Rule(DEVICE_FOLDER, READ_DIR))     # its names may be listed
     for root in writable:
         rights = (READ | WRITE_RIGHTS) if fs.kind(root) == "dir" else FILE_RIGHTS
         rules.append(Rule(root, rights & handled))
