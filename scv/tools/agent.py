@@ -26,6 +26,8 @@ from scv.agents.options import EFFORTS, blank_to_none, check_effort, check_model
 from scv.agents.session import agent_session
 from scv.config import scv_home
 from scv.errors import RefusedError
+from scv.sandbox.choose import request_for
+from scv.sandbox.policy import label
 from scv.tools.base import Risk, ToolContext, ToolSpec, set_maximum, short
 from scv.agents.descriptors import build_argv, agent_home
 
@@ -162,7 +164,8 @@ class AgentTool(ToolSpec):
             raise RefusedError(f"agent cwd {cwd!r} is outside the workspace; pass a directory inside it")
 
     def check(self, args: AgentArgs, ctx: ToolContext) -> None:
-        self.plan(args, ctx)
+        plan = self.plan(args, ctx)
+        request_for(ctx.config, ctx.workspace, plan.name)     # refuses a sandbox this kernel cannot give
         if args.background:
             from scv.jobs.manager import jobs_of     # late: jobs import the call path
             jobs_of(ctx).check_can_start()
@@ -193,6 +196,9 @@ class AgentTool(ToolSpec):
                 "model provider.")
         if plan.full_permissions:
             text += f" FULL PERMISSIONS: {plan.name} runs with its own approvals and sandbox switched off."
+        request = request_for(ctx.config, ctx.workspace, plan.name)
+        if request is not None:
+            text += f" In SCV's {label(request)}, with its own home writable."
         return text
 
     # --- the run -----------------------------------------------------------------------------
@@ -237,6 +243,8 @@ class AgentTool(ToolSpec):
             "depth": ctx.delegation_depth + 1,
             "conversation": conversation.handle if conversation is not None else None,
             "turn": conversation.turns + 1 if conversation is not None else None,
+            # Chosen here, not in options(), because an agent's own table may set its sandbox.
+            "sandbox": msgspec.to_builtins(request_for(ctx.config, ctx.workspace, plan.name)),
         }
 
     @contextlib.contextmanager
