@@ -43,6 +43,7 @@ COMMANDS = {
     "agents": "scv.commands.agents:agents_command",
     "status": "scv.commands.status:status_command",
     "batch": "scv.commands.batch:batch_command",
+    "sandbox": "scv.commands.sandbox:sandbox_command",
 }
 
 

@@ -12,6 +12,7 @@ from scv.calls import ToolRunner
 from scv.cancellation import Cancellation
 from scv.commands.common import load_context, workspace_option
 from scv.errors import RefusedError, ScvError
+from scv.sandbox.report import sandbox_section
 from scv.supervisor import Supervisor
 from scv.tools.registry import build_registry
 
@@ -86,6 +87,7 @@ def tools_command(workspace: str | None, as_json: bool) -> None:
     try:
         ctx = load_context(workspace)
         described = [spec.describe(ctx) for spec in build_registry(ctx)]
+        sandbox = sandbox_section(ctx.config) if as_json else None
     except ScvError as err:
         if not as_json:
             raise
@@ -94,7 +96,7 @@ def tools_command(workspace: str | None, as_json: bool) -> None:
         click.echo(f"scv: {err}", err=True)
         sys.exit(err.exit_code)
     if as_json:
-        _emit({"tools": described})
+        _emit({"tools": described, "sandbox": sandbox})
         return
     width = max(len(tool["name"]) for tool in described)
     for tool in described:
