@@ -80,38 +80,44 @@ def cases(draw):
     return fs, request, workspace, tmpdir
 
 
+def plan(fs, request, workspace, tmpdir):
+    """As the supervisor plans it (with the temporary folder's parent kept visible), plus the
+    rule the worker adds for the call's own temporary folder."""
+    policy = build_policy(request, workspace, posixpath.dirname(tmpdir), fs)
+    planned = rules.landlock_rules(policy.writable, policy.devices, policy.hidden, request.landlock_abi,
+                                   request.hide_with, fs)
+    return policy, [*planned, rules.Rule(tmpdir, rules.folder_rights(request.landlock_abi))]
+
+
 @settings(max_examples=400, deadline=None)
 @given(cases())
 def test_the_rules_allow_writing_exactly_beneath_the_writable_roots(case):
     fs, request, workspace, tmpdir = case
-    policy = build_policy(request, workspace, tmpdir, fs)
-    expected_roots = {tmpdir, *request.keep}
+    policy, planned = plan(fs, request, workspace, tmpdir)
+    expected_roots = set(request.keep)
     if request.mode == "workspace-write":
         expected_roots |= {workspace, *request.writable}
     assert set(policy.writable) == expected_roots
-    planned = rules.landlock_rules(policy.writable, policy.devices, policy.hidden, request.landlock_abi,
-                                   request.hide_with, fs)
     write = rules.WRITE_RIGHTS | rules.WRITE_FILE
+    roots = [*policy.writable, tmpdir]
     for path in fs.kinds:
         may_write = bool(granted(planned, path) & write)
-        assert may_write == (any(within(path, root) for root in policy.writable) or path in policy.devices), path
+        assert may_write == (any(within(path, root) for root in roots) or path in policy.devices), path
 
 
 @settings(max_examples=400, deadline=None)
 @given(cases())
 def test_reads_reach_everything_but_the_hidden_locations(case):
     fs, request, workspace, tmpdir = case
-    policy = build_policy(request, workspace, tmpdir, fs)
-    planned = rules.landlock_rules(policy.writable, policy.devices, policy.hidden, request.landlock_abi,
-                                   request.hide_with, fs)
-    visible_roots = [*policy.writable, *policy.devices, workspace]
+    policy, planned = plan(fs, request, workspace, tmpdir)
+    visible_roots = [*policy.writable, *policy.devices, workspace, posixpath.dirname(tmpdir)]
     # /dev is always read-protected by the rules (raw disks); the secrets too when no mounts hide them.
     unreadable = [*(policy.hidden if request.hide_with == "rules" else []), rules.DEVICE_FOLDER]
     for path, kind in fs.kinds.items():
         if kind == "link":
             continue                        # checked where it leads
         rights = granted(planned, path)
-        in_root = any(within(path, r) for r in policy.writable) or path in policy.devices
+        in_root = any(within(path, r) for r in [*policy.writable, tmpdir]) or path in policy.devices
         if in_root:
             assert rights & rules.READ_FILE, path
         elif any(within(path, h) for h in unreadable):
@@ -137,9 +143,7 @@ def test_reads_reach_everything_but_the_hidden_locations(case):
 @given(cases())
 def test_every_rule_fits_the_abi_and_the_kind_of_file(case):
     fs, request, workspace, tmpdir = case
-    policy = build_policy(request, workspace, tmpdir, fs)
-    planned = rules.landlock_rules(policy.writable, policy.devices, policy.hidden, request.landlock_abi,
-                                   request.hide_with, fs)
+    policy, planned = plan(fs, request, workspace, tmpdir)
     handled = rules.handled_fs(request.landlock_abi)
     for rule in planned:
         assert rule.rights and rule.rights & ~handled == 0
@@ -151,7 +155,7 @@ def test_hidden_inside_a_writable_root_is_reported_for_rules_only_hiding():
     fs = FakeFs({"/home": "dir", "/home/u": "dir", "/home/u/.ssh": "dir", "/home/u/.ssh/id": "file",
                  "/tmp": "dir", "/tmp/t": "dir"})
     request = SandboxRequest(mode="workspace-write", network=False, hidden=["/home/u/.ssh"])
-    policy = build_policy(request, "/home/u", "/tmp/t", fs)
+    policy = build_policy(request, "/home/u", "/tmp", fs)
     assert policy.hidden == ("/home/u/.ssh",)
     assert hidden_inside_writable(policy) == [("/home/u", "/home/u/.ssh")]
 
@@ -163,7 +167,7 @@ def test_a_hidden_folder_holding_an_agent_home_hides_everything_else_in_it():
     request = SandboxRequest(mode="read-only", network=False, hidden=["/s"], keep=["/s/agents/codex"])
     policy = build_policy(request, "/w", "/t", fs)
     assert policy.hidden == ("/s/agents/claude", "/s/config.toml", "/s/state")
-    assert policy.writable == ("/t", "/s/agents/codex")
+    assert policy.writable == ("/s/agents/codex",)
 
 
 def test_lower_abis_drop_features_one_by_one():

@@ -75,7 +75,7 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
                                 depth=args["depth"], cwd=cwd, conversation=args.get("conversation"),
                                 turn=args.get("turn"))
     try:
-        with SandboxedRun(args.get("sandbox"), ctx.workspace) as sandbox:
+        with SandboxedRun(args.get("sandbox")) as sandbox:
             return _run(args, ctx, descriptor, argv, cwd, sandbox.environment(env), run, outfile, sandbox)
     except SandboxError as err:
         raise ToolFailure(f"{err}; {agent} did not run", **_blank(agent)) from None

@@ -1,6 +1,6 @@
 """One sandboxed run for an executor (bash, agent): the call's private temporary folder
-(exported as TMPDIR, removed afterwards), its policy and Landlock rules, the launcher that
-starts the command inside them, and the result's `sandbox` field."""
+(exported as TMPDIR, removed afterwards), the supervisor's plan finished with what only the
+worker knows, the launcher that starts the command inside it, and the result's `sandbox` field."""
 
 import os
 import shutil
@@ -9,10 +9,20 @@ from typing import Any
 
 import msgspec
 
-from scv.sandbox.fsview import REAL_FS
-from scv.sandbox.policy import SandboxRequest, build_policy, hidden_inside_writable, looks_denied
-from scv.sandbox.rules import landlock_rules
+from scv.sandbox.policy import SandboxPlan, looks_denied
+from scv.sandbox.rules import Rule, folder_rights
 from workers.sandbox_linux import Launcher, SandboxError, ancestors
+
+
+def _make_tmpdir() -> str:
+    """A private (0700) folder under the system's temporary folder, named at random."""
+    while True:
+        path = os.path.join(TEMP_ROOT, f"scv-sandbox-{os.urandom(6).hex()}")
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
 
 
 def _remove(path: str) -> None:
@@ -31,36 +41,32 @@ def _remove(path: str) -> None:
 
 
 class SandboxedRun:
-    """`with SandboxedRun(request, workspace) as run:` where request is the call's `sandbox`
-    option (None: no sandbox, and `run.launcher` is None). Raises SandboxError if the sandbox
-    cannot be prepared; the command must then not run."""
+    """`with SandboxedRun(plan) as run:` where plan is the call's `sandbox` option (None: no
+    sandbox, and `run.launcher` is None). Raises SandboxError if the sandbox cannot be
+    prepared; the command must then not run."""
 
-    def __init__(self, request: dict[str, Any] | None, workspace: str):
-        self.request = msgspec.convert(request, SandboxRequest) if request is not None else None
-        self.workspace = workspace
+    def __init__(self, plan: dict[str, Any] | None):
+        self.plan = msgspec.convert(plan, SandboxPlan) if plan is not None else None
         self.tmpdir: str | None = None
         self.launcher: Launcher | None = None
 
     def __enter__(self) -> "SandboxedRun":
-        request = self.request
-        if request is None:
+        plan = self.plan
+        if plan is None:
             return self
-        self.tmpdir = tempfile.mkdtemp(prefix="scv-sandbox-")
+        self.tmpdir = _make_tmpdir()
         try:
-            # With a mount namespace, the /proc entries of SCV and whatever started it are hidden
-            # too: their environments hold what the command's own was cleaned of.
-            processes = tuple(f"/proc/{pid}" for pid in [os.getpid(), *ancestors()]) \
-                if request.hide_with == "mount" else ()
-            policy = build_policy(request, self.workspace, self.tmpdir, REAL_FS, also_hidden=processes)
-            clash = hidden_inside_writable(policy) if request.hide_with == "rules" else []
-            if clash:
-                raise SandboxError(f"{clash[0][1]} cannot be kept unreadable inside the writable folder {clash[0][0]} "
-                                   "without a mount namespace")
-            rules = landlock_rules(policy.writable, policy.devices, policy.hidden, request.landlock_abi,
-                                   request.hide_with, REAL_FS)
-            self.launcher = Launcher(request, policy, rules)
+            self.launcher = Launcher(plan)       # starts making the namespaces meanwhile
+            hidden = list(plan.hidden)
+            if plan.hide_with == "mount":
+                # The /proc entries of SCV and of whatever started it: their environments hold
+                # what a delegated agent's own was cleaned of.
+                hidden += [f"/proc/{pid}" for pid in [os.getpid(), *ancestors()]]
+            rules = [Rule(path, rights) for path, rights in plan.rules]
+            rules.append(Rule(self.tmpdir, folder_rights(plan.landlock_abi)))
+            self.launcher.arm(hidden, rules)
         except BaseException:
-            _remove(self.tmpdir)
+            self.__exit__()
             raise
         return self
 
@@ -78,13 +84,19 @@ class SandboxedRun:
     def field(self, output: str) -> dict[str, Any] | None:
         """The result's `sandbox` entry: the mode, the network setting, and `denied` when the
         output reads like a sandbox denial (a hint, not a guarantee)."""
-        request = self.request
-        if request is None:
+        plan = self.plan
+        if plan is None:
             return None
-        value: dict[str, Any] = {"mode": request.mode, "network": request.network}
-        if looks_denied(output, request.network):
+        value: dict[str, Any] = {"mode": plan.mode, "network": plan.network}
+        if looks_denied(output, plan.network):
             value["denied"] = True
         return value
 
+
+# Worked out once in the fork point, before any worker is forked: which temporary folder to use
+# (tempfile tries writing in each candidate) and how a plan converts.
+TEMP_ROOT = tempfile.gettempdir()
+msgspec.convert({"mode": "read-only", "network": False, "hide_with": "mount", "network_with": "none",
+                 "user_namespace": False, "landlock_abi": 1, "hidden": ["/x"], "rules": [["/", 1]]}, SandboxPlan)
 
 __all__ = ["SandboxedRun", "SandboxError"]

@@ -16,15 +16,16 @@ namespaces. Run as `python -m workers.sandbox_linux --probe` it prints what this
 import ctypes
 import errno
 import os
+import queue
 import sys
 import tempfile
-import threading
+import _thread
 from typing import Callable
 
 import msgspec
 
 from scv.sandbox import rules as ll
-from scv.sandbox.policy import KernelSupport, Policy, SandboxRequest
+from scv.sandbox.policy import KernelSupport, SandboxPlan
 
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
 LANDLOCK_CREATE_RULESET_VERSION = 1
@@ -43,6 +44,8 @@ EMPTY_TMPFS = b"size=4k,nr_inodes=2,mode=000"
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
+# Looked up now, in the fork point, rather than in every worker.
+_unshare, _mount, _prctl, _syscall = _libc.unshare, _libc.mount, _libc.prctl, _libc.syscall
 
 
 class RulesetAttr(ctypes.Structure):
@@ -69,7 +72,7 @@ def _check(result: int, what: str) -> int:
 # --- what the kernel offers -------------------------------------------------------------------
 
 def landlock_abi() -> tuple[int, str | None]:
-    abi = _libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
+    abi = _syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
                         ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION))
     if abi >= 1:
         return abi, None
@@ -93,7 +96,7 @@ def enter_user_namespace() -> None:
     """Enters a new user namespace with this uid and gid mapped to themselves (single-threaded
     callers only: the kernel refuses it to a process with threads)."""
     uid, gid = os.geteuid(), os.getegid()
-    _check(_libc.unshare(CLONE_NEWUSER), "unshare(CLONE_NEWUSER)")
+    _check(_unshare(CLONE_NEWUSER), "unshare(CLONE_NEWUSER)")
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
         with open(f"/proc/self/{name}", "w") as fh:
             fh.write(text)
@@ -109,16 +112,15 @@ def _last_capability() -> int:
 
 def ancestors() -> list[int]:
     """This process's ancestors, nearest first, up to (not including) init."""
-    found, pid = [], os.getpid()
-    while True:
+    found, pid = [], os.getppid()
+    while pid > 1:
+        found.append(pid)
         try:
             with open(f"/proc/{pid}/stat", "rb") as fh:
-                pid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+                pid = int(fh.read().rsplit(b")", 1)[1].split(None, 2)[1])
         except (OSError, ValueError, IndexError):
-            return found
-        if pid <= 1:
-            return found
-        found.append(pid)
+            break
+    return found
 
 
 def probe() -> KernelSupport:
@@ -134,15 +136,15 @@ def probe() -> KernelSupport:
                 f"user namespaces are not allowed here ({err.strerror}); see kernel.unprivileged_userns_clone, "
                 "user.max_user_namespaces and kernel.apparmor_restrict_unprivileged_userns")
     try:
-        _check(_libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-        _check(_libc.mount(None, b"/", None, MS_REC | MS_SLAVE, None), "mount(MS_SLAVE)")
+        _check(_unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+        _check(_mount(None, b"/", None, MS_REC | MS_SLAVE, None), "mount(MS_SLAVE)")
         scratch = tempfile.gettempdir().encode()
-        _check(_libc.mount(b"tmpfs", scratch, b"tmpfs", MS_RDONLY, EMPTY_TMPFS), "mount(tmpfs)")
+        _check(_mount(b"tmpfs", scratch, b"tmpfs", MS_RDONLY, EMPTY_TMPFS), "mount(tmpfs)")
         found["mount_namespace"] = True
     except OSError as err:
         found["mount_namespace_error"] = f"a private mount namespace cannot be made here ({err.strerror})"
     try:
-        _check(_libc.unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)")
+        _check(_unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)")
         found["network_namespace"] = True
     except OSError as err:
         found["network_namespace_error"] = f"a network namespace cannot be made here ({err.strerror})"
@@ -154,14 +156,14 @@ def probe() -> KernelSupport:
 def build_ruleset(rules: list[ll.Rule], abi: int, network: bool) -> int:
     """A Landlock ruleset fd (close-on-exec) holding every rule."""
     attr = RulesetAttr(ll.handled_fs(abi), ll.handled_net(abi, network), ll.scoped(abi))
-    ruleset = _check(_libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
+    ruleset = _check(_syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
                                    ctypes.c_uint32(0)), "landlock_create_ruleset")
     try:
         for rule in rules:
             fd = os.open(rule.path, os.O_PATH | os.O_CLOEXEC)
             try:
                 beneath = PathBeneathAttr(rule.rights, fd)
-                _check(_libc.syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(beneath),
+                _check(_syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(beneath),
                                      ctypes.c_uint32(0)), f"landlock_add_rule({rule.path})")
             finally:
                 os.close(fd)
@@ -171,86 +173,121 @@ def build_ruleset(rules: list[ll.Rule], abi: int, network: bool) -> int:
     return ruleset
 
 
-def _hide(path: str) -> None:
-    """An empty, read-only tmpfs over a folder; /dev/null, read-only, over anything else."""
-    target = os.fsencode(path)
-    try:
-        if os.path.isdir(path) and not os.path.islink(path):
-            _check(_libc.mount(b"tmpfs", target, b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, EMPTY_TMPFS),
-                   f"mount tmpfs on {path}")
-        else:
-            _check(_libc.mount(b"/dev/null", target, None, MS_BIND, None), f"bind /dev/null on {path}")
-            _check(_libc.mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY, None), f"remount {path} read-only")
-    except FileNotFoundError:
-        pass     # gone since the policy was built: nothing left to hide
-
-
 class Launcher:
-    """Starts one command inside a policy: `spawn(start)` runs `start` (which makes the Popen)
-    in a thread that has entered the sandbox, and returns what it returned."""
+    """Starts one command in a sandbox. Made before the call's policy is built: its thread
+    starts making the namespaces at once (a network namespace takes about a millisecond, which
+    then overlaps the policy work), `arm` gives it the policy and rules, and `spawn(start)` runs
+    `start` (which makes the Popen) in that thread once it has entered the sandbox."""
 
-    def __init__(self, request: SandboxRequest, policy: Policy, rules: list[ll.Rule]):
+    def __init__(self, request: SandboxPlan):
         self.request = request
-        self.policy = policy
+        self._hidden: list[str] = []
+        self._ruleset = -1
+        self._held: list[int] = []
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._results: queue.SimpleQueue = queue.SimpleQueue()
         # The worker's own /proc entries (its environment, memory maps) become root's alone, so
         # the command cannot read them; its children are dumpable again after exec.
-        _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        _prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         if request.user_namespace:
             try:
-                enter_user_namespace()
+                enter_user_namespace()      # before the thread: the kernel refuses it to a threaded process
             except OSError as err:
                 raise SandboxError(f"the worker could not enter a user namespace ({err.strerror})") from None
+        flags = CLONE_NEWNS if request.hide_with == "mount" else 0
+        if request.network_with == "namespace":
+            flags |= CLONE_NEWNET
+        self._handed = False      # the thread got its job (a start, or None: nothing to start)
+        _thread.start_new_thread(self._body, (flags,))   # lighter than threading.Thread, in a fresh worker
+
+    def arm(self, hidden: list[str], rules: list[ll.Rule]) -> None:
+        self._hidden = hidden
         try:
-            self._ruleset = build_ruleset(rules, request.landlock_abi, request.network)
+            self._ruleset = build_ruleset(rules, self.request.landlock_abi, self.request.network)
         except OSError as err:
             raise SandboxError(f"the Landlock rules could not be built ({err.strerror})") from None
 
     def close(self) -> None:
+        if not self._handed:
+            self._handed = True
+            self._jobs.put(None)
+            self._results.get()       # the thread has left
         if self._ruleset >= 0:
             os.close(self._ruleset)
             self._ruleset = -1
 
-    def _enter(self) -> None:
-        flags = 0
-        if self.request.hide_with == "mount" and self.policy.hidden:
-            flags |= CLONE_NEWNS
-        if self.request.network_with == "namespace":
-            flags |= CLONE_NEWNET
+    def spawn(self, start: Callable[[], object]):
+        self._handed = True
+        self._jobs.put(start)
+        outcome = self._results.get()
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    # --- in the spawning thread -----------------------------------------------------------
+
+    def _body(self, flags: int) -> None:
+        early = None
         if flags:
-            _check(_libc.unshare(flags), "unshare")
+            try:
+                _check(_unshare(flags), "unshare")
+                # Held until the worker exits: the last process leaving a mount namespace tears
+                # it down on its way out (over a millisecond here), which would hold up the
+                # command's exit; the worker exits after sending its result.
+                for kind, flag in (("mnt", CLONE_NEWNS), ("net", CLONE_NEWNET)):
+                    if flags & flag:
+                        self._held.append(os.open(f"/proc/thread-self/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC))
+            except OSError as err:
+                early = err
+        start = self._jobs.get()
+        if start is None:
+            self._results.put(None)
+            return
+        try:
+            if early is not None:
+                raise early
+            self._enter(flags)
+        except OSError as err:
+            self._results.put(SandboxError(f"the sandbox could not be entered ({err.strerror})"))
+            return
+        try:
+            self._results.put(start())
+        except BaseException as err:     # handed to the caller's thread as it is
+            self._results.put(err)
+
+    def _hide_all(self) -> None:
+        """One empty, read-only tmpfs over the first hidden folder, bound over every other one
+        (cheaper than a tmpfs each); /dev/null, read-only, over anything else."""
+        empty = None
+        for path in self._hidden:
+            target = os.fsencode(path)
+            try:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    if empty is None:
+                        _check(_mount(b"tmpfs", target, b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                                      EMPTY_TMPFS), f"mount tmpfs on {path}")
+                        empty = target
+                    else:
+                        _check(_mount(empty, target, None, MS_BIND, None), f"bind over {path}")
+                else:
+                    _check(_mount(b"/dev/null", target, None, MS_BIND, None), f"bind /dev/null on {path}")
+                    _check(_mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY, None),
+                           f"remount {path} read-only")
+            except FileNotFoundError:
+                pass     # gone since the plan was made: nothing left to hide
+
+    def _enter(self, flags: int) -> None:
         if flags & CLONE_NEWNS:
             # Mount events of the host still reach this namespace; none of ours leave it.
-            _check(_libc.mount(None, b"/", None, MS_REC | MS_SLAVE, None), "mount(MS_SLAVE)")
-            for path in self.policy.hidden:
-                _hide(path)
+            _check(_mount(None, b"/", None, MS_REC | MS_SLAVE, None), "mount(MS_SLAVE)")
+            self._hide_all()
         for capability in range(_last_capability() + 1):
             if capability not in KEPT_CAPABILITIES:
                 # Without CAP_SETPCAP (an unprivileged user outside a user namespace) there is nothing to drop.
-                if _libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EPERM:
+                if _prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EPERM:
                     break
-        _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
-        _check(_libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, self._ruleset, ctypes.c_uint32(0)), "landlock_restrict_self")
-
-    def spawn(self, start: Callable[[], object]):
-        outcome: list = []
-
-        def body() -> None:
-            try:
-                self._enter()
-            except OSError as err:
-                outcome.append(SandboxError(f"the sandbox could not be entered ({err.strerror})"))
-                return
-            try:
-                outcome.append(start())
-            except BaseException as err:     # handed to the caller's thread as it is
-                outcome.append(err)
-
-        thread = threading.Thread(target=body, name="scv-sandbox-spawn")
-        thread.start()
-        thread.join()
-        if isinstance(outcome[0], BaseException):
-            raise outcome[0]
-        return outcome[0]
+        _check(_prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+        _check(_syscall(SYS_LANDLOCK_RESTRICT_SELF, self._ruleset, ctypes.c_uint32(0)), "landlock_restrict_self")
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--probe"]:

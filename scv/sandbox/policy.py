@@ -2,10 +2,11 @@
 writable folders, its private temporary folder, an agent's own home and a few harmless devices;
 read everything except the secret locations; and, unless allowed, no network.
 
-The supervisor decides the request from the configuration (never from the model's arguments)
-and sends it with the call; the worker adds the call's private temporary folder and builds the
-`Policy`. The file system is seen through a small view, so everything here is testable over
-generated trees.
+The supervisor decides the request from the configuration (never from the model's arguments),
+builds the `Policy` and its Landlock rules right before the call runs, and sends the resulting
+`SandboxPlan` with it; the worker only adds the call's private temporary folder (and, with a
+mount namespace, its own ancestors' /proc entries) and applies it. The file system is seen
+through a small view, so everything here is testable over generated trees.
 """
 
 import posixpath
@@ -37,7 +38,8 @@ DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 
 
 class SandboxRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
-    """The sandbox a call runs in, as the supervisor decided it (sent in the call's options)."""
+    """The sandbox a call runs in, as the supervisor decided it from the configuration and the
+    kernel's support."""
 
     mode: str                          # "workspace-write" or "read-only"
     network: bool                      # True: the network stays open
@@ -49,6 +51,20 @@ class SandboxRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, f
     user_namespace: bool = False       # the worker first enters its own user namespace (no CAP_SYS_ADMIN)
     landlock_abi: int = 1
     dropped: list[str] = []            # what this kernel cannot enforce, one sentence each
+
+
+class SandboxPlan(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, frozen=True):
+    """What the worker applies (sent in the call's options): the request's mechanism, the
+    locations to hide behind mounts, and the Landlock rules, all but the temporary folder's."""
+
+    mode: str
+    network: bool
+    hide_with: str
+    network_with: str
+    user_namespace: bool
+    landlock_abi: int
+    hidden: list[str]                  # resolved and existing when the plan was made
+    rules: list[tuple[str, int]]       # (path, Landlock access rights)
 
 
 class KernelSupport(msgspec.Struct, kw_only=True, frozen=True):
@@ -89,8 +105,7 @@ class Policy:
     mode: str
     network: bool
     workspace: str
-    tmpdir: str
-    writable: tuple[str, ...]      # resolved roots the call may write beneath
+    writable: tuple[str, ...]      # resolved roots the call may write beneath (its TMPDIR comes on top)
     hidden: tuple[str, ...]        # resolved, existing locations it may not read (none contains a writable root)
     devices: tuple[str, ...]
 
@@ -120,23 +135,22 @@ def _hide_around(hidden: list[str], visible: list[str], fs: PathView) -> list[st
     return kept
 
 
-def build_policy(request: SandboxRequest, workspace: str, tmpdir: str, fs: PathView,
-                 also_hidden: tuple[str, ...] = ()) -> Policy:
+def build_policy(request: SandboxRequest, workspace: str, tmp_root: str, fs: PathView) -> Policy:
     """The call's policy. Paths are resolved, so a symlink cannot point a rule somewhere else.
-    `also_hidden` adds what only the worker knows (the /proc entries of its ancestors)."""
-    writable = [tmpdir, *request.keep]
+    `tmp_root` (where the worker makes the call's own temporary folder) stays visible."""
+    writable = list(request.keep)
     if request.mode == "workspace-write":
         writable += [workspace, *request.writable]
     writable = list(dict.fromkeys(fs.resolve(path) for path in writable if fs.kind(path) is not None))
     devices = tuple(d for d in DEVICES if fs.kind(d) == "other")
-    visible = [*writable, *devices, fs.resolve(workspace)]
+    visible = [*writable, *devices, fs.resolve(workspace), tmp_root]
     hidden = []
-    for candidate in [*request.hidden, *also_hidden]:
+    for candidate in request.hidden:
         if fs.kind(candidate) is None:
             continue
         hidden.append(fs.resolve(candidate))
     hidden = _hide_around(list(dict.fromkeys(hidden)), visible, fs)
-    return Policy(mode=request.mode, network=request.network, workspace=fs.resolve(workspace), tmpdir=tmpdir,
+    return Policy(mode=request.mode, network=request.network, workspace=fs.resolve(workspace),
                   writable=tuple(writable), hidden=tuple(hidden), devices=devices)
 
 
@@ -145,7 +159,7 @@ def hidden_inside_writable(policy: Policy) -> list[tuple[str, str]]:
     return [(root, path) for root in policy.writable for path in policy.hidden if _within(path, root)]
 
 
-def network_label(request: SandboxRequest) -> str:
+def network_label(request: SandboxRequest | SandboxPlan) -> str:
     if request.network:
         return "network allowed"
     if request.network_with == "landlock":
@@ -153,7 +167,7 @@ def network_label(request: SandboxRequest) -> str:
     return "no network"
 
 
-def label(request: SandboxRequest) -> str:
+def label(request: SandboxRequest | SandboxPlan) -> str:
     """The approval summary's suffix, such as `sandbox: workspace-write, no network`."""
     return f"sandbox: {request.mode}, {network_label(request)}"
 

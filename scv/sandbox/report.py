@@ -1,7 +1,6 @@
 """What the sandbox would do here, for `scv sandbox check` and `scv tools --json`: the kernel's
 support, the configuration, and what one call would get (or the sentence refusing it)."""
 
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -39,11 +38,10 @@ def configured(config: Config) -> dict[str, Any]:
 
 
 def _call(request: SandboxRequest, workspace: Path) -> dict[str, Any]:
-    # The temporary folder is made per call; a name that does not exist stands in for it.
-    placeholder = os.path.join(tempfile.gettempdir(), "scv-sandbox-not-made-yet")
-    policy = build_policy(request, str(workspace), placeholder, REAL_FS)
-    planned = rules.landlock_rules([*policy.writable, tempfile.gettempdir()], policy.devices, policy.hidden,
-                                   request.landlock_abi, request.hide_with, REAL_FS)
+    policy = build_policy(request, str(workspace), tempfile.gettempdir(), REAL_FS)
+    # The worker adds one more rule, for the call's own temporary folder.
+    planned = rules.landlock_rules(policy.writable, policy.devices, policy.hidden, request.landlock_abi,
+                                   request.hide_with, REAL_FS)
     abi = request.landlock_abi
     return {
         "sandboxed": True, "mode": request.mode, "network": request.network,
@@ -55,7 +53,7 @@ def _call(request: SandboxRequest, workspace: Path) -> dict[str, Any]:
         "user_namespace": request.user_namespace,
         "landlock": {"abi": abi, "handled_fs": _names(rules.handled_fs(abi), FS_NAMES),
                      "handled_net": _names(rules.handled_net(abi, request.network), NET_NAMES),
-                     "scoped": _names(rules.scoped(abi), SCOPE_NAMES), "rules": len(planned)},
+                     "scoped": _names(rules.scoped(abi), SCOPE_NAMES), "rules": len(planned) + 1},
         "dropped": list(request.dropped),
     }
 

@@ -119,18 +119,22 @@ def _sibling_reads(hidden: Iterable[str], fs: FsView) -> list[Rule]:
     return rules
 
 
+def folder_rights(abi: int) -> int:
+    """What a writable folder grants (the call's temporary folder is one the worker adds)."""
+    return (READ | WRITE_RIGHTS) & handled_fs(abi)
+
+
 def landlock_rules(writable: Iterable[str], devices: Iterable[str], hidden: Iterable[str], abi: int,
                    hide_with: str, fs: FsView) -> list[Rule]:
-    """Every rule of the call's ruleset; each rule's rights are within what the ABI handles and
-    what its kind of file may carry."""
+    """Every rule of the call's ruleset but its temporary folder's; each rule's rights are within
+    what the ABI handles and what its kind of file may carry."""
     handled = handled_fs(abi)
     unreadable = [*(hidden if hide_with == "rules" else []), DEVICE_FOLDER]
     rules = _sibling_reads(unreadable, fs)
     if fs.kind(DEVICE_FOLDER) == "dir":
         rules.append(Rule(DEVICE_FOLDER, READ_DIR))     # its names may be listed
     for root in writable:
-        rights = (READ | WRITE_RIGHTS) if fs.kind(root) == "dir" else FILE_RIGHTS
-        rules.append(Rule(root, rights & handled))
+        rules.append(Rule(root, folder_rights(abi) if fs.kind(root) == "dir" else FILE_RIGHTS & handled))
     for device in devices:
         rules.append(Rule(device, DEVICE_RIGHTS & handled))
     return [Rule(rule.path, rule.rights & handled) for rule in rules]

@@ -26,7 +26,7 @@ from scv.agents.options import EFFORTS, blank_to_none, check_effort, check_model
 from scv.agents.session import agent_session
 from scv.config import scv_home
 from scv.errors import RefusedError
-from scv.sandbox.choose import request_for
+from scv.sandbox.choose import plan_for, request_for
 from scv.sandbox.policy import label
 from scv.tools.base import Risk, ToolContext, ToolSpec, set_maximum, short
 from scv.agents.descriptors import build_argv, agent_home
@@ -244,7 +244,7 @@ class AgentTool(ToolSpec):
             "conversation": conversation.handle if conversation is not None else None,
             "turn": conversation.turns + 1 if conversation is not None else None,
             # Chosen here, not in options(), because an agent's own table may set its sandbox.
-            "sandbox": msgspec.to_builtins(request_for(ctx.config, ctx.workspace, plan.name)),
+            "sandbox": msgspec.to_builtins(plan_for(ctx.config, ctx.workspace, plan.name)),
         }
 
     @contextlib.contextmanager

@@ -6,7 +6,7 @@ import msgspec
 from msgspec import Meta
 
 from scv.errors import RefusedError
-from scv.sandbox.choose import request_for
+from scv.sandbox.choose import plan_for, request_for
 from scv.sandbox.policy import label
 from scv.tools.base import Risk, ToolContext, ToolSpec, set_maximum, short
 
@@ -45,8 +45,8 @@ class BashTool(ToolSpec):
         return f"{text}; {label(request)}" if request is not None else text
 
     def options(self, ctx: ToolContext) -> dict:
-        request = request_for(ctx.config, ctx.workspace)
-        return {"sandbox": msgspec.to_builtins(request)} if request is not None else {}
+        plan = plan_for(ctx.config, ctx.workspace)
+        return {"sandbox": msgspec.to_builtins(plan)} if plan is not None else {}
 
     def describe(self, ctx: ToolContext) -> dict:
         described = super().describe(ctx)
