@@ -10,7 +10,7 @@ import pytest
 
 from scv.config import Config
 from scv.errors import RefusedError
-from tests.sandbox_fakes import (PYTHON, LoopbackTcp, LoopbackUdp, abi_at_least, bash, needs_landlock,
+from tests.sandbox_fakes import (PYTHON, SUPPORT, LoopbackTcp, LoopbackUdp, abi_at_least, bash, needs_landlock,
                                  needs_network_namespace, plant_secrets, sandbox_config, tcp_connect, udp_query)
 
 pytestmark = needs_landlock
@@ -194,3 +194,25 @@ def test_the_worker_keeps_its_rights_after_a_sandboxed_call(make_runner, outside
     ok, value = bash(make_runner(Config()), f"echo x > {outside}/a && cat /proc/self/status | grep NoNewPrivs")
     assert ok and "NoNewPrivs:\t0" in value["output"] and "sandbox" not in value
     assert (outside / "a").read_text() == "x\n"
+
+
+def test_no_way_around_through_devices_capabilities_or_scv_processes(make_runner, workspace):
+    disks = sorted(os.listdir("/sys/block")) if os.path.isdir("/sys/block") else []
+    disk = next((f"/dev/{name}" for name in disks if os.path.exists(f"/dev/{name}")), None)
+    runner = make_runner(sandbox_config())
+    reads = f"head -c 1 {disk} > /dev/null ; " if disk else ""
+    ok, value = bash(runner, f"{reads}head -c 1 /dev/mem ; mknod node c 1 3 ; mkfifo pipe && echo fifo-made ; "
+                             f"cat /proc/{os.getpid()}/environ ; grep CapBnd /proc/self/status ; "
+                             "head -c 4 /dev/urandom | wc -c ; echo ok > /dev/null && echo devnull-ok")
+    out = value["output"]
+    if disk:
+        assert f"{disk}' for reading: Permission denied" in out      # a raw disk would show what is hidden
+    assert not (workspace / "node").exists() and "fifo-made" in out   # no device nodes; other files are fine
+    assert "devnull-ok" in out and "\n4\n" in out
+    environ = next(line for line in out.splitlines() if "/environ" in line)      # SCV's own process
+    assert "No such file" in environ or "Permission denied" in environ
+    bounding = int(next(line for line in out.splitlines() if line.startswith("CapBnd")).split()[1], 16)
+    if os.geteuid() != 0 and not SUPPORT.user_namespace:
+        return      # an unprivileged command without a user namespace has no capabilities to drop
+    for capability in (2, 16, 17, 19, 21, 27):   # dac_read_search sys_module sys_rawio sys_ptrace sys_admin mknod
+        assert not bounding >> capability & 1, capability
