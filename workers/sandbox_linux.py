@@ -110,14 +110,20 @@ def _last_capability() -> int:
         return 40
 
 
+LAST_CAPABILITY = _last_capability()
+
+
 def ancestors() -> list[int]:
     """This process's ancestors, nearest first, up to (not including) init."""
     found, pid = [], os.getppid()
     while pid > 1:
         found.append(pid)
         try:
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                pid = int(fh.read().rsplit(b")", 1)[1].split(None, 2)[1])
+            fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                pid = int(os.read(fd, 4096).rsplit(b")", 1)[1].split(None, 2)[1])
+            finally:
+                os.close(fd)
         except (OSError, ValueError, IndexError):
             break
     return found
@@ -281,7 +287,7 @@ class Launcher:
             # Mount events of the host still reach this namespace; none of ours leave it.
             _check(_mount(None, b"/", None, MS_REC | MS_SLAVE, None), "mount(MS_SLAVE)")
             self._hide_all()
-        for capability in range(_last_capability() + 1):
+        for capability in range(LAST_CAPABILITY + 1):
             if capability not in KEPT_CAPABILITIES:
                 # Without CAP_SETPCAP (an unprivileged user outside a user namespace) there is nothing to drop.
                 if _prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EPERM:
