@@ -205,6 +205,10 @@ class Launcher:
             flags |= CLONE_NEWNET
         self._handed = False      # the thread got its job (a start, or None: nothing to start)
         _thread.start_new_thread(self._body, (flags,))   # lighter than threading.Thread, in a fresh worker
+        if flags:
+            # A new thread runs only once it gets the GIL, which this one would keep for the whole
+            # policy work; wait until it is inside unshare (which releases it), so the two overlap.
+            self._results.get()
 
     def arm(self, hidden: list[str], rules: list[ll.Rule]) -> None:
         self._hidden = hidden
@@ -235,6 +239,7 @@ class Launcher:
     def _body(self, flags: int) -> None:
         early = None
         if flags:
+            self._results.put(None)
             try:
                 _check(_unshare(flags), "unshare")
                 # Held until the worker exits: the last process leaving a mount namespace tears
