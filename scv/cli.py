@@ -45,6 +45,7 @@ COMMANDS = {
     "batch": "scv.commands.batch:batch_command",
     "config": "scv.commands.config:config_command",
     "cluster": "scv.commands.cluster:cluster_command",
+    "sandbox": "scv.commands.sandbox:sandbox_command",
 }
 
 

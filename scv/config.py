@@ -14,8 +14,9 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from scv.agents.settings import AgentConfig, AgentSettings, check_agent_settings
+from scv.agents.settings import AgentConfig, AgentSettings, SandboxMode, check_agent_settings
 from scv.errors import ConfigError
+from scv.sandbox.policy import STRICTNESS
 from scv.web.config import WebConfig
 
 PositiveInt = Annotated[int, Meta(ge=1)]
@@ -28,6 +29,10 @@ class ToolsConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     agent_timeout_seconds: PositiveInt = 3600
     max_timeout_seconds: PositiveInt = 14400
     worker_memory_mb: Annotated[int, Meta(ge=64)] = 2048
+    # The OS sandbox of `bash` and delegated agents (scv/sandbox/): off by default.
+    sandbox: SandboxMode = "off"
+    sandbox_network: bool = False           # with a sandbox: False blocks all network, loopback included
+    sandbox_writable: list[str] = []        # extra folders a workspace-write sandbox may write (absolute)
 
 
 class ProviderSelect(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -74,6 +79,8 @@ PROJECT_KEYS = {
     ("tools", "command_timeout_seconds"),
     ("tools", "agent_timeout_seconds"),
     ("tools", "approval_policy"),   # only to tighten it: checked below
+    ("tools", "sandbox"),           # only to tighten it
+    ("tools", "sandbox_network"),   # only to turn it off
 }
 
 
@@ -140,7 +147,8 @@ def _convert(data: dict[str, Any], path: Path) -> None:
         raise _explain(exc, path) from None
 
 
-def _check_project_keys(data: dict[str, Any], path: Path) -> None:
+def _check_project_keys(data: dict[str, Any], path: Path, user: dict[str, Any]) -> None:
+    user_tools = user.get("tools") if isinstance(user.get("tools"), dict) else {}
     for section, table in data.items():
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: {section} may not be set by a project config; move it to the user's config.toml")
@@ -150,6 +158,14 @@ def _check_project_keys(data: dict[str, Any], path: Path) -> None:
                                   "move it to the user's config.toml")
             if (section, key) == ("tools", "approval_policy") and value != "never":
                 raise ConfigError(f"{path}: a project config may only tighten tools.approval_policy to \"never\"")
+            if (section, key) == ("tools", "sandbox"):
+                ours = user_tools.get("sandbox", "off")
+                if value in STRICTNESS and STRICTNESS.get(ours, 0) > STRICTNESS[value]:
+                    raise ConfigError(f"{path}: a project config may only tighten tools.sandbox (the user's is "
+                                      f"\"{ours}\"); remove it or pick a stricter mode")
+            if (section, key) == ("tools", "sandbox_network") and value is True \
+                    and user_tools.get("sandbox_network", False) is not True:
+                raise ConfigError(f"{path}: a project config may only turn tools.sandbox_network off; remove it")
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -162,6 +178,22 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def check_writable(entries: list[str], path: Path) -> None:
+    """Each extra writable folder is absolute, exists, and is named by its real path: a symlink
+    would grant a place other than the one the file names."""
+    for index, entry in enumerate(entries):
+        key = f"{path}: tools.sandbox_writable[{index}] {entry!r}"
+        if not entry.startswith("/"):
+            raise ConfigError(f"{key} is relative; give the folder's absolute path")
+        if not os.path.lexists(entry):
+            raise ConfigError(f"{key} does not exist; create the folder or remove the entry")
+        real = os.path.realpath(entry)
+        if real != os.path.normpath(entry):
+            raise ConfigError(f"{key} goes through a symlink (it is {real}); name the real folder")
+        if not os.path.isdir(entry):
+            raise ConfigError(f"{key} is not a folder; name a folder")
+
+
 def load_config(workspace: Path | None, home: Path | None = None) -> Config:
     """Reads the user's file, then the project's over it; each is validated on its own first."""
     user_path = user_config_path(home)
@@ -172,7 +204,7 @@ def load_config(workspace: Path | None, home: Path | None = None) -> Config:
         project_path = project_config_path(workspace)
         project = read_config_file(project_path)
         if project:
-            _check_project_keys(project, project_path)
+            _check_project_keys(project, project_path, user)
             _convert(project, project_path)
             merged = _merge(user, project)
     config = msgspec.convert(merged, Config)
@@ -182,5 +214,6 @@ def load_config(workspace: Path | None, home: Path | None = None) -> Config:
     archive = config.chat.archive_dir
     if archive is not None and not (archive.startswith("/") and "\x00" not in archive):
         raise ConfigError(f"{user_path}: key chat.archive_dir must be an absolute path, not {archive!r}; fix the value")
+    check_writable(config.tools.sandbox_writable, user_path)
     check_agent_settings(config.agent, config.agents, user_path)
     return config

@@ -9,13 +9,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 # What both sides use: messages and frames, the OS seam and the stop policy, path and URL
-# validators, the agent catalog, the SCV_PARENT format, delegation records, the chat log's format
-# and chat_attach's refusals.
+# validators, the agent catalog, the SCV_PARENT format, delegation records, the chat log's format,
+# chat_attach's refusals, and the sandbox's policy and rules.
 SHARED = {
     "scv", "scv.errors", "scv.frames", "scv.messages", "scv.oscalls", "scv.stopping", "scv.lineage",
     "scv.safe_open", "scv.web", "scv.web.urls", "scv.web.addresses", "scv.agents", "scv.agents.descriptors",
     "scv.agents.environment", "scv.delegations", "scv.delegations.records", "scv.delegations.processes",
     "scv.paths", "scv.chat", "scv.chat.layout", "scv.chat.archive", "scv.chat.history", "scv.chat.refusals",
+    "scv.sandbox", "scv.sandbox.policy", "scv.sandbox.rules", "scv.sandbox.fsview",
 }
 THIRD_PARTY_SHARED = {"msgspec", "idna"}
 FORK_POINT_ENTRY = ("scv/supervisor.py", "workers.forkpoint")

@@ -25,6 +25,7 @@ from workers.agents.parse_codex import CodexJsonParser
 from workers.agents.parse_pi import PiJsonParser
 from workers.agents.progress import ProgressThrottle
 from workers.runtime import Reply, ToolFailure, WorkerContext
+from workers.sandbox_call import SandboxedRun, SandboxError
 
 PARSERS = {"claude-stream": ClaudeStreamParser, "codex-json": CodexJsonParser, "pi-json": PiJsonParser}
 
@@ -75,13 +76,16 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
                                 depth=args["depth"], cwd=cwd, conversation=args.get("conversation"),
                                 turn=args.get("turn"))
     try:
-        return _run(args, ctx, descriptor, argv, cwd, env, run, outfile)
+        with SandboxedRun(args.get("sandbox")) as sandbox:
+            return _run(args, ctx, descriptor, argv, cwd, sandbox.environment(env), run, outfile, sandbox)
+    except SandboxError as err:
+        raise ToolFailure(f"{err}; {agent} did not run", **_blank(agent)) from None
     finally:
         if outfile:
             shutil.rmtree(os.path.dirname(outfile), ignore_errors=True)
 
 
-def _run(args, ctx, descriptor, argv, cwd, env, run, outfile) -> dict:
+def _run(args, ctx, descriptor, argv, cwd, env, run, outfile, sandbox: SandboxedRun) -> dict:
     agent = descriptor.name
     call = ctx.call
     token = ResultGraceToken(ctx.token)
@@ -107,7 +111,8 @@ def _run(args, ctx, descriptor, argv, cwd, env, run, outfile) -> dict:
         tracking.started(run, pid)
 
     spec = process_runner.RunSpec(argv=argv, cwd=cwd, env=env, timeout_seconds=call.timeout_seconds,
-                                  tag=call.handle, merge_stderr=False, on_start=on_start)
+                                  tag=call.handle, merge_stderr=False, on_start=on_start,
+                                  launcher=sandbox.launcher.spawn if sandbox.launcher is not None else None)
     try:
         outcome = process_runner.run(spec, token, on_stdout, stderr.feed)
     except OSError as err:
@@ -139,6 +144,9 @@ def _run(args, ctx, descriptor, argv, cwd, env, run, outfile) -> dict:
                            available=decision.available)
     if decision.hint:
         result["hint"] = decision.hint
+    confined = sandbox.field(stderr.text())
+    if confined is not None:
+        result["sandbox"] = confined
     if delegation_records.KEEPER.killed and decision.status != "completed":
         result["status"] = "cancelled"
         raise ToolFailure(f"{agent} was stopped by scv agents kill", private=private, **result)

@@ -5,20 +5,34 @@ import os
 from workers import process_runner
 from workers.output_buffer import HeadTail
 from workers.runtime import ToolFailure, WorkerContext
+from workers.sandbox_call import SandboxedRun, SandboxError
 
 
 def execute(args: dict, ctx: WorkerContext) -> dict:
+    try:
+        with SandboxedRun(ctx.options.get("sandbox")) as sandbox:
+            return _run(args, ctx, sandbox)
+    except SandboxError as err:
+        raise ToolFailure(f"{err}; the command did not run") from None
+
+
+def _run(args: dict, ctx: WorkerContext, sandbox: SandboxedRun) -> dict:
     call = ctx.call
+    launcher = sandbox.launcher.spawn if sandbox.launcher is not None else None
     spec = process_runner.RunSpec(argv=["/bin/bash", "-lc", args["command"]], cwd=call.workspace,
-                                  env=dict(os.environ), timeout_seconds=call.timeout_seconds, tag=call.handle,
-                                  chunk_views=True)
+                                  env=sandbox.environment(dict(os.environ)), timeout_seconds=call.timeout_seconds,
+                                  tag=call.handle, chunk_views=True, launcher=launcher)
     output = HeadTail(call.output_limit_bytes)
     try:
         outcome = process_runner.run(spec, ctx.token, output.feed)
     except OSError as err:
         raise ToolFailure(f"/bin/bash could not be started: {err.strerror}") from None
-    result = {"exit_code": outcome.exit_code, "signal": outcome.signal, "output": output.text(),
+    text = output.text()
+    result = {"exit_code": outcome.exit_code, "signal": outcome.signal, "output": text,
               "output_bytes": output.total, "truncated": output.truncated, "timed_out": outcome.timed_out}
+    confined = sandbox.field(text)
+    if confined is not None:
+        result["sandbox"] = confined
     if outcome.cancelled:
         result["cancelled"] = True
     if outcome.stopped_descendants:

@@ -52,6 +52,9 @@ class RunSpec:
     chunk_views: bool = False
     extra: dict = field(default_factory=dict)    # passed through to Popen (pass_fds, ...)
     on_start: Callable[[int], None] | None = None  # called with the leader's pid once it runs
+    # Starts the Popen inside a sandbox (workers/sandbox_linux.py: Launcher.spawn). A sandboxed
+    # command also gets its own session, so it has no controlling terminal to reach.
+    launcher: Callable[[Callable[[], subprocess.Popen]], subprocess.Popen] | None = None
 
 
 def pipe() -> tuple[int, int]:
@@ -74,9 +77,15 @@ def spawn(spec: RunSpec, out_w: int, err_w: int) -> subprocess.Popen:
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     if soft != hard:
         resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
-    try:
+    # A new session is also a new process group led by the command, as process_group=0 makes it.
+    grouping = {"start_new_session": True} if spec.launcher is not None else {"process_group": 0}
+
+    def start() -> subprocess.Popen:
         return subprocess.Popen(spec.argv, cwd=spec.cwd, env=env, stdin=spec.stdin, stdout=out_w,
-                                stderr=err_w, process_group=0, close_fds=True, **spec.extra)
+                                stderr=err_w, close_fds=True, **grouping, **spec.extra)
+
+    try:
+        return spec.launcher(start) if spec.launcher is not None else start()
     finally:
         if soft != hard:
             resource.setrlimit(resource.RLIMIT_AS, (soft, hard))

@@ -14,6 +14,7 @@ from scv.agents.options import check_model
 from scv.errors import ConfigError, RefusedError
 
 PositiveInt = Annotated[int, Meta(ge=1)]
+SandboxMode = Literal["off", "workspace-write", "read-only"]
 
 
 class AgentConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -38,6 +39,8 @@ class AgentSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     transport: Literal["auto", "acp", "resume"] = "auto"
     command: str | None = None              # the CLI to run instead of the built-in one (a name or a path)
     args: list[str] | None = None           # its fixed arguments instead of the built-in ones
+    sandbox: SandboxMode | None = None      # None: as [tools] sandbox; "off" exempts this agent
+    sandbox_network: bool | None = None     # None: as [tools] sandbox_network (an agent calls its provider)
 
 
 MAX_USE_FOR_BYTES = 500

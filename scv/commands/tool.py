@@ -14,6 +14,7 @@ from scv.cancellation import Cancellation
 from scv.commands.common import load_context, workspace_option
 from scv.config import scv_home
 from scv.errors import RefusedError, ScvError, interrupted_exit
+from scv.sandbox.report import sandbox_section
 from scv.supervisor import Supervisor
 from scv.tools.registry import build_registry
 from scv.tools.services import Services, open_services
@@ -96,6 +97,7 @@ def tools_command(workspace: str | None, as_json: bool) -> None:
         services = open_services(ctx.config, scv_home())
         described = [spec.describe(ctx) for spec in build_registry(ctx, services)]
         services.agents.close()
+        sandbox = sandbox_section(ctx.config) if as_json else None
     except ScvError as err:
         if not as_json:
             raise
@@ -104,7 +106,7 @@ def tools_command(workspace: str | None, as_json: bool) -> None:
         click.echo(f"scv: {err}", err=True)
         sys.exit(err.exit_code)
     if as_json:
-        _emit({"tools": described})
+        _emit({"tools": described, "sandbox": sandbox})
         return
     width = max(len(tool["name"]) for tool in described)
     for tool in described:

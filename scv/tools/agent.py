@@ -27,6 +27,8 @@ from scv.config import scv_home
 from scv.errors import RefusedError
 from scv.messages import Result
 from scv.tools.base import BackgroundCall, Launch, Risk, ToolContext, ToolSpec, set_maximum
+from scv.sandbox.choose import request_for
+from scv.sandbox.policy import label
 
 
 class AgentArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -150,6 +152,7 @@ class AgentTool(ToolSpec):
                 raise RefusedError("background jobs belong to a session (scv exec or scv server --stdio) and there "
                                    "is none here; run the agent call without background")
             jobs.check_can_start()
+        request_for(ctx.config, ctx.workspace, name)     # refuses a sandbox this kernel cannot give
         settings = ctx.config.agents.get(name)
         full = settings is not None and settings.permissions == "full"
         timeout = float(args.timeout_seconds or ctx.config.tools.agent_timeout_seconds)
@@ -175,7 +178,11 @@ class AgentTool(ToolSpec):
         return call.timeout_seconds
 
     def summary(self, call: AgentCall, ctx: ToolContext) -> str:
-        return call.backend.summary(call, ctx)
+        text = call.backend.summary(call, ctx)
+        request = request_for(ctx.config, ctx.workspace, call.name)
+        if request is not None:
+            text += f" In SCV's {label(request)}, with its own home writable."
+        return text
 
     # --- the run -----------------------------------------------------------------------------
 

@@ -6,7 +6,12 @@ import msgspec
 from msgspec import Meta
 
 from scv.errors import RefusedError
+from scv.sandbox.choose import plan_for, request_for
+from scv.sandbox.policy import label
 from scv.tools.base import Risk, ToolContext, ToolSpec, set_maximum, short
+
+SANDBOXED = ("Sandboxed ({mode}): it writes only {where}, reads nothing in the user's credential folders, and "
+             "{network}; a refused write or connection fails with Permission denied.")
 
 
 class BashArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -32,9 +37,27 @@ class BashTool(ToolSpec):
         if args.timeout_seconds is not None and args.timeout_seconds > ceiling:
             raise RefusedError(f"bash timeout_seconds {args.timeout_seconds} is over the ceiling of {ceiling} "
                                "seconds (tools.max_timeout_seconds); ask for at most that")
+        request_for(ctx.config, ctx.workspace)      # refuses a sandbox this kernel cannot give
 
     def summary(self, args: BashArgs, ctx: ToolContext) -> str:
-        return f"run `{short(args.command)}` (timeout {int(self.timeout_seconds(args, ctx))} s)"
+        text = f"run `{short(args.command)}` (timeout {int(self.timeout_seconds(args, ctx))} s)"
+        request = request_for(ctx.config, ctx.workspace)
+        return f"{text}; {label(request)}" if request is not None else text
+
+    def options(self, ctx: ToolContext) -> dict:
+        plan = plan_for(ctx.config, ctx.workspace)
+        return {"sandbox": msgspec.to_builtins(plan)} if plan is not None else {}
+
+    def describe(self, ctx: ToolContext) -> dict:
+        described = super().describe(ctx)
+        mode, network = ctx.config.tools.sandbox, ctx.config.tools.sandbox_network
+        if mode != "off":
+            where = ("inside the workspace, its private $TMPDIR and the extra folders the user allowed"
+                     if mode == "workspace-write" else "its private $TMPDIR")
+            described["description"] = described["description"].replace("Not sandboxed.", SANDBOXED.format(
+                mode=mode, where=where, network="may use the network" if network else "has no network (no DNS either)"))
+        described["sandbox"] = {"mode": mode, "network": network}
+        return described
 
     def timeout_seconds(self, args: BashArgs, ctx: ToolContext) -> float:
         return float(args.timeout_seconds or ctx.config.tools.command_timeout_seconds)

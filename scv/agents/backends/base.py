@@ -12,9 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+import msgspec
+
 from scv.agents.conversations import Conversation
 from scv.agents.offered import OfferedAgent
 from scv.messages import Result
+from scv.sandbox.choose import plan_for
 from scv.tools.base import Launch, ToolContext
 
 
@@ -56,15 +59,19 @@ class AgentBackend(abc.ABC):
         """Runs one turn (`conversation` is None when the agent keeps none) and returns its result."""
 
 
-def turn_fields(call: AgentCall, conversation: Conversation | None, delegation: str, depth: int) -> dict[str, Any]:
+def turn_fields(call: AgentCall, conversation: Conversation | None, ctx: ToolContext,
+                delegation: str) -> dict[str, Any]:
     """What every backend's worker needs to run and record a turn of a delegated agent."""
+    # The sandbox is planned right before the turn runs, and per agent: its own table may set it.
+    sandbox = plan_for(ctx.config, ctx.workspace, call.name)
     return {
+        "sandbox": msgspec.to_builtins(sandbox),
         "agent": call.name,
         "cwd": call.cwd or (conversation.cwd if conversation is not None else None),
         "full_permissions": call.full_permissions,
         "session_id": call.session_id,
         "delegation": delegation,
-        "depth": depth,
+        "depth": ctx.delegation_depth + 1,
         "conversation": conversation.handle if conversation is not None else None,
         "turn": conversation.turns + 1 if conversation is not None else None,
     }

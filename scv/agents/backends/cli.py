@@ -58,7 +58,7 @@ class CliBackend(AgentBackend):
         if "{outfile}" in descriptor.output_args:
             outfile = str(agent_home(home, call.name) / "tmp" / secrets.token_hex(8) /
                           "last-message.txt")
-        args = {**turn_fields(call, conversation, f"{call.name}-{secrets.token_hex(3)}", ctx.delegation_depth + 1),
+        args = {**turn_fields(call, conversation, ctx, f"{call.name}-{secrets.token_hex(3)}"),
                 "argv": self._argv(call, new_session=new_session, resume=resume, outfile=outfile),
                 "outfile": outfile or None}
         return launch.fresh(launch.message(EXECUTOR, args))

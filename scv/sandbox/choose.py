@@ -1,0 +1,121 @@
+"""The sandbox of one call, decided on the supervisor side before approval: the mode and network
+setting from the user's configuration (an agent's own table first), the secret locations, and
+the mechanism this kernel allows. A call that cannot get the sandbox it asks for is refused with
+a sentence naming the missing kernel feature; it never runs unsandboxed."""
+
+import functools
+import os
+import pwd
+import tempfile
+from pathlib import Path
+
+from scv import config as config_module
+from scv.agents.descriptors import DESCRIPTORS, agent_home
+from scv.agents.environment import prepare_home
+from scv.config import Config
+from scv.errors import RefusedError
+from scv.sandbox import kernel, rules
+from scv.sandbox.fsview import REAL_FS
+from scv.sandbox.policy import (KernelSupport, SandboxPlan, SandboxRequest, build_policy, hidden_inside_writable,
+                                secret_candidates)
+
+
+def setting(config: Config, agent: str | None = None) -> tuple[str, bool]:
+    """(mode, network) for bash, or for the named agent."""
+    mode, network = config.tools.sandbox, config.tools.sandbox_network
+    own = config.agents.get(agent) if agent else None
+    if own is not None:
+        mode = own.sandbox if own.sandbox is not None else mode
+        network = own.sandbox_network if own.sandbox_network is not None else network
+    return mode, network
+
+
+@functools.lru_cache(maxsize=4)
+def _account_home(uid: int) -> str | None:
+    try:
+        return pwd.getpwuid(uid).pw_dir
+    except KeyError:
+        return None
+
+
+def homes() -> list[str]:
+    """$HOME, and the account's home when HOME points elsewhere."""
+    found = [os.path.expanduser("~"), _account_home(os.getuid()) or ""]
+    return list(dict.fromkeys(os.path.normpath(home) for home in found if home.startswith("/")))
+
+
+def mechanism(mode: str, network: bool, support: KernelSupport) -> dict:
+    """How this kernel enforces the request, with what it cannot enforce; raises RefusedError
+    when a part of the request cannot be enforced at all."""
+    where = f"tools.sandbox = \"{mode}\""
+    if support.landlock_abi < 1:
+        raise RefusedError(f"the sandbox ({where}) needs Landlock, and {support.landlock_error}; the call was not "
+                           "run (set tools.sandbox = \"off\" to run without a sandbox)")
+    abi = support.landlock_abi
+    dropped = [text for name, text in rules.dropped(abi) if name != "network"]
+    hide_with = "mount" if support.mount_namespace else "rules"
+    if hide_with == "rules":
+        dropped.append("secret locations are hidden by Landlock rules alone, as no mount namespace can be made "
+                       f"({support.mount_namespace_error or support.user_namespace_error}): the folders on the way "
+                       "to them can still be listed, entries created there during the call cannot be read, and "
+                       "daemon sockets (D-Bus, Docker, ssh-agent) stay reachable")
+    network_with = "none"
+    if not network:
+        if support.network_namespace:
+            network_with = "namespace"
+        elif abi >= 4:
+            network_with = "landlock"
+            dropped.append("UDP, and so DNS, is not blocked: Landlock filters TCP only, and no network namespace can "
+                           f"be made ({support.network_namespace_error or support.user_namespace_error})")
+        else:
+            raise RefusedError(f"the sandbox's network block (tools.sandbox_network = false) needs a network namespace "
+                               f"or Landlock ABI 4, and this kernel has neither ("
+                               f"{support.network_namespace_error or support.user_namespace_error}; Landlock ABI "
+                               f"{abi}); the call was not run (set tools.sandbox_network = true to allow the network)")
+    user_namespace = not support.cap_sys_admin and (hide_with == "mount" or network_with == "namespace")
+    return {"hide_with": hide_with, "network_with": network_with, "user_namespace": user_namespace,
+            "landlock_abi": abi, "dropped": dropped}
+
+
+@functools.lru_cache(maxsize=16)
+def _candidates(home_dirs: tuple[str, ...], scv_home: str, uid: int, doors: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    return tuple(secret_candidates(list(home_dirs), scv_home, uid, dict(doors)))
+
+
+def request_for(config: Config, workspace: Path, agent: str | None = None) -> SandboxRequest | None:
+    """The call's sandbox, or None when it runs without one; raises RefusedError when this
+    kernel (or, without a mount namespace, the workspace's layout) cannot give it."""
+    mode, network = setting(config, agent)
+    if mode == "off":
+        return None
+    scv_home = str(config_module.scv_home())
+    keep = [str(agent_home(Path(scv_home), agent))] if agent else []
+    doors = tuple((name, os.environ.get(name, "")) for name in ("XDG_RUNTIME_DIR", "SSH_AUTH_SOCK", "GPG_AGENT_INFO"))
+    request = SandboxRequest(mode=mode, network=network, writable=list(config.tools.sandbox_writable),
+                             hidden=list(_candidates(tuple(homes()), scv_home, os.getuid(), doors)), keep=keep,
+                             **mechanism(mode, network, kernel.support()))
+    if request.hide_with == "rules":
+        clash = hidden_inside_writable(build_policy(request, str(workspace), tempfile.gettempdir(), REAL_FS))
+        if clash:
+            root, path = clash[0]
+            raise RefusedError(f"the sandbox cannot keep {path} unreadable inside the writable folder {root} without a "
+                               "mount namespace; the call was not run (use a workspace that does not hold it)")
+    return request
+
+
+def plan_for(config: Config, workspace: Path, agent: str | None = None) -> SandboxPlan | None:
+    """What the worker applies, made right before the call runs (after any approval), so the
+    secret locations and rules are those of the moment it starts."""
+    request = request_for(config, workspace, agent)
+    if request is None:
+        return None
+    if agent:
+        prepare_home(config_module.scv_home(), DESCRIPTORS[agent])     # so its rule can name it
+    policy = build_policy(request, str(workspace), tempfile.gettempdir(), REAL_FS)
+    planned = rules.landlock_rules(policy.writable, policy.devices, policy.hidden, request.landlock_abi,
+                                   request.hide_with, REAL_FS)
+    return SandboxPlan(mode=request.mode, network=request.network, hide_with=request.hide_with,
+                       network_with=request.network_with, user_namespace=request.user_namespace,
+                       landlock_abi=request.landlock_abi,
+                       hidden=list(policy.hidden) if request.hide_with == "mount" else [],
+                       rules=[(rule.path, rule.rights) for rule in planned])

@@ -1,0 +1,102 @@
+"""One sandboxed run for an executor (bash, agent): the call's private temporary folder
+(exported as TMPDIR, removed afterwards), the supervisor's plan finished with what only the
+worker knows, the launcher that starts the command inside it, and the result's `sandbox` field."""
+
+import os
+import shutil
+import tempfile
+from typing import Any
+
+import msgspec
+
+from scv.sandbox.policy import SandboxPlan, looks_denied
+from scv.sandbox.rules import Rule, folder_rights
+from workers.sandbox_linux import Launcher, SandboxError, ancestors
+
+
+def _make_tmpdir() -> str:
+    """A private (0700) folder under the system's temporary folder, named at random."""
+    while True:
+        path = os.path.join(TEMP_ROOT, f"scv-sandbox-{os.urandom(6).hex()}")
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
+
+
+def _remove(path: str) -> None:
+    """Removes the temporary folder even where the command took its own rights away."""
+    def loosen(func, failed, exc_info) -> None:
+        try:
+            os.chmod(os.path.dirname(failed), 0o700)
+            if os.path.isdir(failed) and not os.path.islink(failed):
+                os.chmod(failed, 0o700)
+            func(failed)
+        except OSError:
+            pass
+
+    shutil.rmtree(path, onerror=loosen)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+class SandboxedRun:
+    """`with SandboxedRun(plan) as run:` where plan is the call's `sandbox` option (None: no
+    sandbox, and `run.launcher` is None). Raises SandboxError if the sandbox cannot be
+    prepared; the command must then not run."""
+
+    def __init__(self, plan: dict[str, Any] | None):
+        self.plan = msgspec.convert(plan, SandboxPlan) if plan is not None else None
+        self.tmpdir: str | None = None
+        self.launcher: Launcher | None = None
+
+    def __enter__(self) -> "SandboxedRun":
+        plan = self.plan
+        if plan is None:
+            return self
+        self.tmpdir = _make_tmpdir()
+        try:
+            self.launcher = Launcher(plan)       # starts making the namespaces meanwhile
+            hidden = list(plan.hidden)
+            if plan.hide_with == "mount":
+                # The /proc entries of SCV and of whatever started it: their environments hold
+                # what a delegated agent's own was cleaned of.
+                hidden += [f"/proc/{pid}" for pid in [os.getpid(), *ancestors()]]
+            rules = [Rule(path, rights) for path, rights in plan.rules]
+            rules.append(Rule(self.tmpdir, folder_rights(plan.landlock_abi)))
+            self.launcher.arm(hidden, rules)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.launcher is not None:
+            self.launcher.close()
+        if self.tmpdir is not None:
+            _remove(self.tmpdir)
+
+    def environment(self, env: dict[str, str]) -> dict[str, str]:
+        if self.tmpdir is not None:
+            env["TMPDIR"] = self.tmpdir
+        return env
+
+    def field(self, output: str) -> dict[str, Any] | None:
+        """The result's `sandbox` entry: the mode, the network setting, and `denied` when the
+        output reads like a sandbox denial (a hint, not a guarantee)."""
+        plan = self.plan
+        if plan is None:
+            return None
+        value: dict[str, Any] = {"mode": plan.mode, "network": plan.network}
+        if looks_denied(output, plan.network):
+            value["denied"] = True
+        return value
+
+
+# Worked out once in the fork point, before any worker is forked: which temporary folder to use
+# (tempfile tries writing in each candidate) and how a plan converts.
+TEMP_ROOT = tempfile.gettempdir()
+msgspec.convert({"mode": "read-only", "network": False, "hide_with": "mount", "network_with": "none",
+                 "user_namespace": False, "landlock_abi": 1, "hidden": ["/x"], "rules": [["/", 1]]}, SandboxPlan)
+
+__all__ = ["SandboxedRun", "SandboxError"]
