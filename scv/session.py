@@ -11,6 +11,7 @@ its delegated agents and their conversations, and its background jobs (`Services
 cancels the jobs and ends the conversations, live workers included.
 """
 
+import enum
 import itertools
 import select
 import threading
@@ -49,6 +50,11 @@ def deny_all(request_id: str, tool: str, risk: Risk, summary: str, cancel: Cance
     return False
 
 
+class SessionState(enum.Enum):
+    OPEN = "open"
+    CLOSED = "closed"       # no turn starts again; jobs cancelled, conversations ended
+
+
 @dataclass(frozen=True)
 class QueuedTurn:
     prompt: str
@@ -72,7 +78,7 @@ class Session:
         self._queue: deque[QueuedTurn] = deque()
         self._lock = threading.Lock()
         self.on_queued: Callable[[], None] | None = None
-        self.closed = False
+        self.state = SessionState.OPEN
         self._work_bell = Bell()   # rung when a turn is queued or a job settles
         services = open_services(ctx.config, scv_home(), auto_approve=auto_approve, queue_report=self.queue_report,
                                  agents=agents, on_settle=self._work_bell.ring)
@@ -171,10 +177,14 @@ class Session:
                 return True
         return self.jobs is not None and self.jobs.outstanding()
 
+    @property
+    def closed(self) -> bool:
+        return self.state is SessionState.CLOSED
+
     def close(self) -> None:
-        if self.closed:
+        if self.state is SessionState.CLOSED:
             return
-        self.closed = True
+        self.state = SessionState.CLOSED    # OPEN -> CLOSED: its jobs and conversations end now
         if self.jobs is not None:
             self.jobs.close()
         self.agents.close()

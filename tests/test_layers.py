@@ -91,3 +91,37 @@ def test_shared_modules_import_only_the_standard_library_msgspec_and_each_other(
             elif top not in sys.stdlib_module_names and top not in THIRD_PARTY_SHARED:
                 wrong.append((name, imported))
     assert wrong == []
+
+
+def test_no_import_cycle_among_scv_and_workers():
+    """Every import counts, late ones inside functions too: a cycle hidden in a function is one."""
+    graph = {name: {ours for imported in _imported(path) if (ours := _ours(imported)) and ours != name}
+             for name, path in MODULES.items()}
+    cycles, index, low, stack, on_stack = [], {}, {}, [], set()
+
+    def visit(node: str) -> None:     # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(graph)))
+    for node in graph:
+        if node not in index:
+            visit(node)
+    assert cycles == []

@@ -52,6 +52,11 @@ from scv.tools.base import ToolContext
 OTHER_STOP_WAIT = 1.0
 
 
+class Connection(enum.Enum):
+    CONNECTED = "connected"
+    GONE = "gone"       # EOF, a broken stdout, or a signal: nobody reads any more
+
+
 class TurnSlot(enum.Enum):
     IDLE = "idle"
     BUSY = "busy"       # a turn is accepted or running
@@ -71,7 +76,7 @@ class StdioServer:
         self.script = script
         self.initialized = False
         self.session: Session | None = None
-        self.client_gone = False
+        self.connection = Connection.CONNECTED
         self._write_lock = threading.Lock()
         self._state = threading.Lock()
         self._approvals: dict[str, _Approval] = {}
@@ -82,6 +87,10 @@ class StdioServer:
         self._cancel: Cancellation | None = None
         # Readable once the server stops (the client is gone, or a signal): ends every wait.
         self._stopping = Cancellation()
+
+    @property
+    def client_gone(self) -> bool:
+        return self.connection is Connection.GONE
 
     def _move(self, to: TurnSlot) -> None:
         """The turn slot's one transition, under `_state`: IDLE <-> BUSY, never twice the same."""
@@ -101,7 +110,7 @@ class StdioServer:
                 self.stdout.flush()
                 return
             except (BrokenPipeError, ValueError, OSError):
-                self.client_gone = True     # CONNECTED -> GONE: nobody reads any more, treated like EOF
+                self.connection = Connection.GONE   # CONNECTED -> GONE: nobody reads any more, treated like EOF
         # Outside the write lock: the running turn is cancelled and its processes stopped now,
         # not when it next finishes, and a read loop waiting on a stdin still open is woken.
         self._cancel_turn("client_gone")
