@@ -137,36 +137,29 @@ class ProcessOps:
     def tagged(self, value: str) -> list[int]:
         """Processes whose environment carries TAG_VARIABLE=value (setsid escapees included)."""
         wanted = f"{TAG_VARIABLE}={value}".encode()
-        me = os.getpid()
-        out = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) == me:
-                continue
-            try:
-                with open(f"/proc/{entry}/environ", "rb") as fh:
-                    env = fh.read()
-            except OSError:
-                continue
-            if wanted in env.split(b"\0"):
-                out.append(int(entry))
-        return out
+        return _matching(lambda pid, env: wanted in env.split(b"\0"))
 
     def in_chain(self, link: str) -> list[int]:
         """Live processes whose SCV_PARENT chain holds `link` (this process excluded)."""
         wanted = link.encode()
-        me = os.getpid()
-        found = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) == me:
-                continue
-            try:
-                with open(f"/proc/{entry}/environ", "rb") as fh:
-                    env = fh.read()
-            except OSError:
-                continue
-            if wanted in lineage.links_in_environ(env) and is_running(int(entry)):
-                found.append(int(entry))
-        return found
+        return _matching(lambda pid, env: wanted in lineage.links_in_environ(env) and is_running(pid))
+
+
+def _matching(test) -> list[int]:
+    """Every other process whose raw environment passes `test(pid, environ)`."""
+    me = os.getpid()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                env = fh.read()
+        except OSError:
+            continue
+        if test(int(entry), env):
+            found.append(int(entry))
+    return found
 
 
 REAL = ProcessOps()
