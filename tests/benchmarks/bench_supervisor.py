@@ -76,7 +76,7 @@ def main() -> None:
         with Supervisor(preload=executor_modules()) as sup:
             runner = ToolRunner(sup, build_registry(ctx), ctx, approve_all)
             read = runner.prepare("read", {"path": "f.txt"})
-            request = frame(encode(read.args.__class__.__name__.encode() + b"x" * 200))
+            request = frame(encode(read.call.__class__.__name__.encode() + b"x" * 200))
             reply = frame(encode(Result(ok=True, value={"content": content, "total_bytes": 2048})))
             for _ in range(30):
                 runner.run(read)
