@@ -5,6 +5,7 @@ installed in a fake user's ~/.local/bin through the committed launcher (tests/ag
 
 import json
 import os
+import secrets
 import shlex
 import signal
 import sys
@@ -75,6 +76,9 @@ class Harness:
         self.workspace = workspace
         self.scv_home = scv_home
         self.calls = 0
+        # Unique per harness: the processes a run starts are found (and stopped) by this instance
+        # in their SCV_PARENT link, so two suites running at once must never share it.
+        self.instance = f"inst-{os.getpid()}-{secrets.token_hex(4)}"
         self._fds: list[int] = []
         self._previous_term = signal.getsignal(signal.SIGTERM)
 
@@ -85,12 +89,17 @@ class Harness:
         os.set_blocking(read_fd, False)
         self._fds += [read_fd, write_fd]
         call = Call(tool="agent", executor="workers.live.acp:start", args=args, workspace=str(self.workspace),
-                    handle=f"inst-test/call-{self.calls}", timeout_seconds=timeout, output_limit_bytes=limit,
+                    handle=f"{self.instance}/call-{self.calls}", timeout_seconds=timeout, output_limit_bytes=limit,
                     options={"scv_home": str(self.scv_home)})
         ctx = HarnessContext(call, CancelToken(read_fd), write_fd)
         if answer is not None:
             ctx.answer = answer
         return ctx
+
+    def tagged(self, fragment: str) -> list:
+        """Live processes of this harness's runs whose SCV_PARENT link holds `fragment`."""
+        from tests.delegation_fakes import tagged_with
+        return tagged_with(f"{self.instance}/{fragment}")
 
     def close(self) -> None:
         for fd in self._fds:

@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -280,23 +281,32 @@ def test_a_node_lost_mid_run_gives_lost_and_retries_runs_it_on_another(cluster, 
     wait_for(lambda: processes.live(record) == [], timeout=30)
 
 
-def private_driver(tmp_path: Path, *tasks: dict, **popen) -> tuple[Machine, subprocess.Popen]:
+@pytest.fixture
+def short_tmp():
+    """A short temporary folder of this test's own (Ray's socket paths must stay short), so what
+    a private Ray leaves behind is told apart from another suite's running at the same time."""
+    folder = Path(tempfile.mkdtemp(prefix="t", dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def private_driver(tmp_path: Path, temp: Path, *tasks: dict, **popen) -> tuple[Machine, subprocess.Popen]:
     """`scv batch --engine ray` without --address, in a session of its own (Ray's processes
-    inherit it), on a machine offering codex."""
+    inherit it), on a machine offering codex, with its temporary folders under `temp`."""
     shared = tmp_path / "shared"
     shared.mkdir()
     solo = Machine("solo", tmp_path / "solo", shared).setup()
     solo.codex()
     batch = write_batch(tmp_path / "b.jsonl", *tasks)
     proc = subprocess.Popen([sys.executable, "-m", "scv", "batch", str(batch), "--engine", "ray", "--output",
-                             str(tmp_path / "out.jsonl")], env=solo.env(), cwd=solo.workspace,
+                             str(tmp_path / "out.jsonl")], env={**solo.env(), "TMPDIR": str(temp)},
+                            cwd=solo.workspace,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True, **popen)
     return solo, proc
 
 
-def test_the_private_one_machine_ray_runs_a_batch_and_leaves_nothing(tmp_path):
-    before = set(Path("/tmp").glob("scv-ray-*"))
-    solo, proc = private_driver(tmp_path, {"id": "a", "agent": "codex", "prompt": "quick a"},
+def test_the_private_one_machine_ray_runs_a_batch_and_leaves_nothing(tmp_path, short_tmp):
+    solo, proc = private_driver(tmp_path, short_tmp, {"id": "a", "agent": "codex", "prompt": "quick a"},
                                 {"id": "b", "agent": "codex", "prompt": "quick b"},
                                 {"id": "x", "agent": "claude", "prompt": "p"}, stderr=subprocess.PIPE)
     out = tmp_path / "out.jsonl"
@@ -310,13 +320,13 @@ def test_the_private_one_machine_ray_runs_a_batch_and_leaves_nothing(tmp_path):
     assert found["a"]["status"] == found["b"]["status"] == "completed" and found["a"]["reply"] == "done on solo"
     assert "no node offers agent claude" in found["x"]["error"]
     wait_for(lambda: processes.session_members(proc.pid) == [], timeout=30)   # Ray's processes went with it
-    assert set(Path("/tmp").glob("scv-ray-*")) <= before
+    assert list(short_tmp.glob("scv-ray-*")) == []
     assert not (solo.home / ".ray").exists()
 
 
-def test_a_sigkilled_driver_of_a_private_ray_leaves_nothing(tmp_path):
-    before = set(Path("/tmp").glob("scv-ray-*"))
-    solo, proc = private_driver(tmp_path, {"id": "s", "agent": "codex", "prompt": "stay s"}, stderr=subprocess.DEVNULL)
+def test_a_sigkilled_driver_of_a_private_ray_leaves_nothing(tmp_path, short_tmp):
+    solo, proc = private_driver(tmp_path, short_tmp, {"id": "s", "agent": "codex", "prompt": "stay s"},
+                                stderr=subprocess.DEVNULL)
     shared = solo.shared
     try:
         wait_for(lambda: len(shared_pids(shared)) == 3, timeout=SLOW)
@@ -325,7 +335,7 @@ def test_a_sigkilled_driver_of_a_private_ray_leaves_nothing(tmp_path):
         wait_for(lambda: gone(shared_pids(shared)), timeout=30)
         wait_for(lambda: processes.session_members(proc.pid) == [], timeout=30)
         # The watchdog stopped what Ray left (its agents) and removed the private folder.
-        wait_for(lambda: set(Path("/tmp").glob("scv-ray-*")) <= before, timeout=30)
+        wait_for(lambda: list(short_tmp.glob("scv-ray-*")) == [], timeout=30)
     finally:
         kill_pids(shared_pids(shared))
         if proc.poll() is None:

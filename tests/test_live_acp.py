@@ -9,7 +9,6 @@ import os
 import pytest
 
 from scv.delegations import records
-from tests.delegation_fakes import tagged_with
 from tests.fakes import wait_for
 from tests.live_fakes import harness, live, user  # noqa: F401 (fixtures)
 from tests.live_fakes import acp_args, install_peer
@@ -166,7 +165,7 @@ def test_an_agent_that_ignores_session_cancel_is_shut_down(user, tmp_path, harne
     assert fields["status"] == "cancelled" and fields["_conversation_ended"] is True
     assert "did not end its turn within 2 s" in str(failure.value)
     assert record_of(scv_home) is None
-    assert tagged_with("s-test/claude-a1b2c3") == []         # the server and its setsid'd child
+    assert harness.tagged(f"s-test/claude-a1b2c3") == []         # the server and its setsid'd child
     assert agent.idle_fds() == [] and agent.on_idle() is False
 
 
@@ -212,7 +211,7 @@ def test_sign_in_required_at_session_new_fails_with_the_login_hint(user, tmp_pat
     assert "scv agents login codex" in fields["hint"] and fields["_available"] is False
     assert fields["_conversation_ended"] is True
     assert records.read(scv_home, "codex-a1b2c3") is None
-    wait_for(lambda: not tagged_with("s-test/codex-a1b2c3"))
+    wait_for(lambda: not harness.tagged(f"s-test/codex-a1b2c3"))
 
 
 def test_sign_in_required_at_the_prompt_fails_with_the_login_hint(user, tmp_path, harness, live):
@@ -316,11 +315,11 @@ def test_records_say_running_then_idle_and_teardown_stops_everything_tagged(user
         idle = record_of(scv_home)
         assert idle.idle_since_unix is not None and idle.pid == running.pid
         assert agent.idle_fds() and agent.on_idle() is True
-        assert len(tagged_with("s-test/claude-a1b2c3")) >= 2        # the server and its setsid'd child
+        assert len(harness.tagged(f"s-test/claude-a1b2c3")) >= 2        # the server and its setsid'd child
     finally:
         agent.close()
     assert record_of(scv_home) is None
-    assert tagged_with("s-test/claude-a1b2c3") == []
+    assert harness.tagged(f"s-test/claude-a1b2c3") == []
     assert server.events("stdin closed")                            # stdin was closed before the stop
 
 
@@ -351,4 +350,4 @@ def test_scv_agents_ps_lists_it_idle_between_turns_and_kill_stops_it(user, tmp_p
     killed = run_scv("agents", "kill", "claude-a1b2c3", env=env)
     assert killed.returncode == 0, killed.stderr
     wait_for(lambda: not agent.on_idle())
-    assert record_of(scv_home) is None and tagged_with("s-test/claude-a1b2c3") == []
+    assert record_of(scv_home) is None and harness.tagged(f"s-test/claude-a1b2c3") == []

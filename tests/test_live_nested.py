@@ -9,7 +9,6 @@ import json
 import pytest
 
 from scv.delegations import records
-from tests.delegation_fakes import tagged_with
 from tests.fakes import wait_for
 from tests.live_fakes import harness, live, user  # noqa: F401 (fixtures)
 from tests.live_fakes import acp_args, emit, install_nested, nested_requests
@@ -162,7 +161,7 @@ def test_a_child_that_ignores_turn_cancel_is_shut_down(user, tmp_path, harness, 
     assert failure.value.fields["status"] == "cancelled" and failure.value.fields["_conversation_ended"] is True
     assert "did not end within 2 s of turn.cancel" in str(failure.value)
     assert records.read(scv_home, HANDLE) is None
-    assert tagged_with(f"s-test/{HANDLE}") == []
+    assert harness.tagged(f"s-test/{HANDLE}") == []
     assert agent.on_idle() is False
 
 
@@ -257,7 +256,7 @@ def test_teardown_closes_stdin_and_the_child_exits_on_eof(user, tmp_path, harnes
     agent.turn(args, ctx)
     agent.close()
     assert (tmp_path / "eof").read_text() == "eof\n"        # it saw EOF and ended by itself
-    assert records.read(scv_home, HANDLE) is None and tagged_with(f"s-test/{HANDLE}") == []
+    assert records.read(scv_home, HANDLE) is None and harness.tagged(f"s-test/{HANDLE}") == []
 
 
 def test_a_real_nested_scv_against_the_fake_provider(user, tmp_path, harness, live, scv_home, workspace,
