@@ -122,6 +122,7 @@ class ConfigView:
     user_file: ConfigFile
     project_file: ConfigFile
     settings: list[Setting]
+    config: Config
 
     def nested(self) -> dict[str, Any]:
         """The effective configuration as tables, secrets masked."""
@@ -143,7 +144,7 @@ def effective_config(workspace: Path | None, home: Path | None = None) -> Config
     project = read_config_file(project_path) if project_path is not None else {}
     return ConfigView(ConfigFile(user_path, user_path.is_file()),
                       ConfigFile(project_path, project_path is not None and project_path.is_file()),
-                      settings_of(config, user, project))
+                      settings_of(config, user, project), config)
 
 
 def render_value(value: Any) -> str:

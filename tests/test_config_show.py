@@ -99,6 +99,9 @@ def test_show_json_has_the_nested_config_and_every_settings_source(scv_home, wor
     # Every key of every Struct is there, defaults included.
     assert {k for k in sources if k.startswith("tools.")} == {f"tools.{name}" for name in ToolsConfig.__struct_fields__}
     assert value["imports"] == []
+    # The sandbox's mode and what this kernel supports, as scv tools --json reports them.
+    assert value["sandbox"]["mode"] == "off" and "landlock_abi" in value["sandbox"]["kernel"]
+    assert "# sandbox: off, network off; this kernel: Landlock ABI " in show(workspace).stdout
 
 
 def test_show_without_any_file_is_all_defaults(scv_home, workspace):
