@@ -111,7 +111,7 @@ class Session:
             return True
         request_id = f"approval-{next(_approval_ids)}"
         self.emit(ev.APPROVAL_REQUESTED, {"turn_id": turn_id, "id": request_id, "tool": tool, "risk": risk.value,
-                                          "summary": summary})
+                                          "summary": summary, "workspace": str(self.ctx.workspace)})
         approved = False
         try:
             # An asker may raise RefusedError: its sentence ("no terminal to ask") reaches the model.

@@ -195,6 +195,17 @@ def _tool_call(session: TurnHost, turn_id: str, call: ToolCall, cancel: Cancella
 
 
 def _completed(session: TurnHost, turn_id: str, call: ToolCall, ok: bool, value: dict[str, Any]) -> ToolOutput:
-    session.emit(ev.TOOL_COMPLETED, {"turn_id": turn_id, "call_id": call.id, "tool": call.name, "ok": ok,
-                                     "result": value})
+    params = {"turn_id": turn_id, "call_id": call.id, "tool": call.name, "ok": ok, "result": value}
+    jobs = job_changes(value)
+    if jobs:
+        params["jobs"] = jobs
+    session.emit(ev.TOOL_COMPLETED, params)
     return ToolOutput(call_id=call.id, output=result_text(ok, value))
+
+
+def job_changes(value: dict[str, Any]) -> list[dict[str, str]]:
+    """The background jobs a call started or showed, by handle and status, whatever the tool: a
+    parent following this session (a nested SCV's caller) counts its jobs from these."""
+    entries = value.get("jobs") if isinstance(value.get("jobs"), list) else [value]
+    return [{"job": e["job"], "status": e["status"]} for e in entries
+            if isinstance(e, dict) and isinstance(e.get("job"), str) and isinstance(e.get("status"), str)]
