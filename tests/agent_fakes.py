@@ -93,3 +93,20 @@ def install(bin_dir: Path, name: str, log_dir: Path) -> FakeAgent:
     if not link.exists():
         os.symlink(LAUNCHER, link)
     return FakeAgent(name, bin_dir, log_dir)
+
+
+# grok's and dsh's ACP servers are their CLIs themselves (`grok agent stdio`, `dsh --profile acp`),
+# so with the default transport a fake grok or dsh runs over ACP; tests of their one-process-per-turn
+# adapters keep them there with `transport = "resume"`.
+SERVER_IS_THE_CLI = ("grok", "dsh")
+
+
+def on_cli(config_text: str = "", names: tuple[str, ...] = SERVER_IS_THE_CLI) -> str:
+    """`config_text` with each named agent's table saying `transport = "resume"`."""
+    for name in names:
+        header = f"[agents.{name}]"
+        if header in config_text:
+            config_text = config_text.replace(header, f'{header}\ntransport = "resume"', 1)
+        else:
+            config_text += f'\n{header}\ntransport = "resume"\n'
+    return config_text

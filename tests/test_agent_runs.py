@@ -11,19 +11,22 @@ import pytest
 
 from scv.cancellation import Cancellation
 from scv.errors import RefusedError
-from tests.agent_fakes import install
+from tests.agent_fakes import install, on_cli
 
 
 @pytest.fixture
-def agents(tmp_path, user_home):
-    """agents(name) -> FakeAgent installed in the fake user's ~/.local/bin."""
+def agents(tmp_path, user_home, scv_home):
+    """agents(name) -> FakeAgent installed in the fake user's ~/.local/bin, each on its CLI."""
+    config = scv_home / "config.toml"
+    if not config.exists():
+        config.write_text(on_cli())
     return lambda name: install(user_home / ".local" / "bin", name, tmp_path / "log" / name)
 
 
 @pytest.fixture
 def write_config(scv_home):
     def write(text: str) -> None:
-        (scv_home / "config.toml").write_text(text)
+        (scv_home / "config.toml").write_text(on_cli(text))
     return write
 
 

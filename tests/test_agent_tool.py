@@ -15,7 +15,7 @@ from scv.tools.base import Risk, ToolContext
 from scv.messages import AgentPrivate, Call, Result
 from scv.tools.registry import build_registry
 from scv.tools.services import Services
-from tests.agent_fakes import install
+from tests.agent_fakes import install, on_cli
 from tests.fakes import setup_fake_home
 
 
@@ -128,8 +128,6 @@ def test_a_handle_names_its_agent(offer, context):
      "dsh does not take model; these agents do: claude, codex. Omit model, or call one of them"),
     ({"agent": "dsh", "prompt": "x", "effort": "low"},
      "dsh does not take effort; these agents do: claude, codex. Omit effort, or call one of them"),
-    ({"agent": "dsh", "prompt": "x", "session": "dsh-1"},
-     "dsh does not take session; these agents do: claude, codex. Omit session, or call one of them"),
     ({"agent": "codex", "prompt": "-rf"}, "agent prompt cannot start with '-'"),
     ({"agent": "codex", "prompt": "x", "model": "-m"}, "cannot start with '-'"),
     ({"agent": "codex", "prompt": "x", "model": "@x"}, "cannot start with '@'"),
@@ -143,6 +141,18 @@ def test_a_handle_names_its_agent(offer, context):
 def test_refused_before_approval(offer, context, raw, message):
     offer("claude", "codex", "dsh")
     assert message in refused(context(), raw)
+
+
+def test_session_is_refused_only_on_a_backend_that_cannot_continue_a_conversation(offer, context):
+    offer("claude", "codex", "dsh")
+    on_cli = context('[agents.dsh]\ntransport = "resume"\n')
+    assert refused(on_cli, {"agent": "dsh", "prompt": "x", "session": "dsh-1"}) == (
+        "dsh does not take session; these agents do: claude, codex. Omit session, or call one of them")
+    # dsh's ACP server is dsh itself, so by default it runs over ACP, where every agent continues.
+    over_acp = context()
+    assert "not a conversation of this session" in refused(over_acp, {"agent": "dsh", "prompt": "x",
+                                                                       "session": "dsh-1"})
+    assert agent_tool(over_acp).parse({"agent": "dsh", "prompt": "x"}, over_acp).backend.transport == "acp"
 
 
 def test_refused_calls_never_reach_the_approver(offer, make_runner, scv_home):
@@ -165,17 +175,19 @@ def test_blank_options_count_as_omitted(offer, context):
 
 def test_schema_enum_options_and_required(offer, context, scv_home):
     offer("dsh", "grok")
-    schema = (lambda c: agent_tool(c).schema(c))(context())
+    schema = (lambda c: agent_tool(c).schema(c))(context(on_cli()))
     props = schema["properties"]
     assert props["agent"]["enum"] == ["grok", "dsh"]
     assert "model" in props and "effort" in props and "session" not in props   # nobody here takes session
+    over_acp = (lambda c: agent_tool(c).schema(c))(context())
+    assert "session" in over_acp["properties"]       # every agent over ACP continues a conversation
     assert schema["required"] == ["prompt", "agent"]
     assert props["effort"]["enum"] == ["low", "medium", "high", "xhigh", "max"]
-    with_default = (lambda c: agent_tool(c).schema(c))(context('[agent]\nprefer = ["dsh"]\n'))
+    with_default = (lambda c: agent_tool(c).schema(c))(context(on_cli('[agent]\nprefer = ["dsh"]\n')))
     assert with_default["required"] == ["prompt"]
     assert "omit it to use dsh" in with_default["properties"]["agent"]["description"]
     (scv_home / "agents/grok/.grok/auth.json").unlink()
-    assert not {"model", "effort", "session"} & set((lambda c: agent_tool(c).schema(c))(context())["properties"])
+    assert not {"model", "effort", "session"} & set((lambda c: agent_tool(c).schema(c))(context(on_cli()))["properties"])
 
 
 def test_agent_lines_carry_the_users_notes(offer, context):

@@ -89,7 +89,7 @@ def test_discover_offers_the_nested_scv_only_with_a_provider_in_its_private_home
     (private / "config.toml").write_text('[provider]\nactive = "scv"\n[providers.scv]\nmodel = "m"\n')
     offered = discover(environ, home, backends=ALL)
     assert offered["scv"].transport == NESTED and offered["scv"].choice.argv[-2:] == ("server", "--stdio")
-    assert "scv" not in discover(environ, home)         # the agent tool has no live backend yet
+    assert discover(environ, home)["scv"].transport == NESTED     # the agent tool runs every backend
 
 
 def test_discover_applies_the_users_command_and_args(tmp_path):

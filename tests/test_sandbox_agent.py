@@ -4,7 +4,7 @@ or the other agents' secrets, and an agent's own table can exempt it."""
 
 import pytest
 
-from tests.agent_fakes import install
+from tests.agent_fakes import install, on_cli
 from tests.sandbox_fakes import needs_landlock, plant_secrets
 
 pytestmark = needs_landlock
@@ -30,8 +30,8 @@ def outside(tmp_path):
 
 def _config(scv_home, log_dir, extra: str = "") -> None:
     # The fake records its argv and environment in its log folder: an extra writable folder.
-    (scv_home / "config.toml").write_text(f'[tools]\nsandbox = "workspace-write"\nsandbox_writable = ["{log_dir}"]\n'
-                                          + extra)
+    (scv_home / "config.toml").write_text(on_cli(f'[tools]\nsandbox = "workspace-write"\n'
+                                                 f'sandbox_writable = ["{log_dir}"]\n' + extra))
 
 
 def call(runner, raw: dict) -> tuple[bool, dict]:

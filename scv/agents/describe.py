@@ -4,16 +4,17 @@ description, and the system prompt's "Delegating work" section."""
 
 from scv.agents.settings import AgentSettings
 from scv.config import Config
-from scv.agents.descriptors import GROK, Descriptor
+from scv.agents.descriptors import GROK
+from scv.agents.offered import OfferedAgent
 
 
-def _options(descriptor: Descriptor) -> str:
+def _options(agent: OfferedAgent) -> str:
     taken = []
-    if descriptor.takes_model:
-        taken.append(f"model ({descriptor.model_family})")
-    if descriptor.takes_effort:
+    if agent.takes("model"):
+        taken.append(f"model ({agent.descriptor.model_family})")
+    if agent.takes("effort"):
         taken.append("effort")
-    if descriptor.takes_session:
+    if agent.takes("session"):
         taken.append("session")
     if not taken:
         return "Takes no model, effort, or session."
@@ -40,8 +41,9 @@ def _defaults(settings: AgentSettings | None) -> str:
     return text
 
 
-def agent_line(descriptor: Descriptor, settings: AgentSettings | None) -> str:
-    return (f"- {descriptor.name} ({descriptor.product}): {descriptor.line}. {_options(descriptor)}"
+def agent_line(agent: OfferedAgent, settings: AgentSettings | None) -> str:
+    descriptor = agent.descriptor
+    return (f"- {descriptor.name} ({descriptor.product}): {descriptor.line}. {_options(agent)}"
             f"{_defaults(settings)}")
 
 
@@ -52,7 +54,7 @@ def default_agent(config: Config, offered: list[str]) -> str | None:
     return None
 
 
-def agent_argument(config: Config, offered: dict[str, Descriptor]) -> str:
+def agent_argument(config: Config, offered: dict[str, OfferedAgent]) -> str:
     default = default_agent(config, list(offered))
     if default:
         how = (f"Which agent runs the call; omit it to use {default}, the first agent the user prefers "
@@ -64,7 +66,7 @@ def agent_argument(config: Config, offered: dict[str, Descriptor]) -> str:
     return how + "\n" + "\n".join(lines)
 
 
-def delegating_section(config: Config, offered: dict[str, Descriptor]) -> str:
+def delegating_section(config: Config, offered: dict[str, OfferedAgent]) -> str:
     default = default_agent(config, list(offered))
     lines = [agent_line(d, config.agents.get(name)) for name, d in offered.items()]
     preferred = [name for name in config.agent.prefer if name in offered]
@@ -88,7 +90,7 @@ def delegating_section(config: Config, offered: dict[str, Descriptor]) -> str:
     ])
 
 
-def _declined(offered: dict[str, Descriptor]) -> str:
+def _declined(offered: dict[str, OfferedAgent]) -> str:
     """What to do when an agent declines: Grok is there for exactly that, when it is on offer."""
     own_choice = ("rather than passing the request to another agent on your own, since the user may prefer to "
                   "rephrase or drop it; if the user then asks for a specific agent, call that one.")

@@ -11,12 +11,11 @@ from pathlib import Path
 from scv.agents.signin import signed_in
 from scv.agents.transport import Choice, choose
 from scv.config import AgentSettings, scv_home
-from scv.agents.descriptors import DESCRIPTORS, RESUME, Descriptor, resolve_executable
+from scv.agents.descriptors import ACP, DESCRIPTORS, NESTED, RESUME, Descriptor, resolve_executable
 
-# The backends the `agent` tool can run today. The live ones (ACP servers and the nested SCV) join
-# when the tool hands calls to live workers; until then an agent whose only way is a live backend
-# is not offered, and `auto` falls back to the CLI.
-AVAILABLE_BACKENDS = frozenset({RESUME})
+# The backends the `agent` tool runs (scv/agents/backends/): the CLI once per turn, an ACP server
+# or a nested SCV for a whole conversation.
+AVAILABLE_BACKENDS = frozenset({RESUME, ACP, NESTED})
 
 # The running SCV, for a nested SCV when no `scv` executable is installed (a checkout's bin/scv).
 RUNNING_SCV = (sys.executable, "-m", "scv")
@@ -31,6 +30,13 @@ class OfferedAgent:
     @property
     def transport(self) -> str:
         return self.choice.transport if self.choice is not None else RESUME
+
+    def takes(self, option: str) -> bool:
+        """Whether a call may set `option` (model, effort, session) on this agent's backend: every
+        agent over ACP continues a conversation; model and effort follow the agent's adapter."""
+        if option == "session":
+            return self.descriptor.takes_session_on(self.transport)
+        return bool(getattr(self.descriptor, f"takes_{option}"))
 
 
 def discover(environ: dict[str, str] | None = None, home: Path | None = None,

@@ -16,8 +16,10 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
+from scv.agents.backends.acp import AcpBackend
 from scv.agents.backends.base import AgentBackend, AgentCall
 from scv.agents.backends.cli import CliBackend
+from scv.agents.backends.nested import NestedScvBackend
 from scv.agents.conversations import Conversation
 from scv.agents.describe import agent_argument, default_agent, delegating_section
 from scv.agents.offered import OfferedAgent
@@ -54,7 +56,7 @@ class AgentArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 def _takers(offered: dict[str, OfferedAgent], option: str) -> str:
-    names = [name for name, o in offered.items() if getattr(o.descriptor, f"takes_{option}")]
+    names = [name for name, o in offered.items() if o.takes(option)]
     return ", ".join(names) if names else "none on offer"
 
 
@@ -72,7 +74,7 @@ class AgentTool(ToolSpec):
 
     # --- which agent, and is the call acceptable --------------------------------------------
 
-    CLI = CliBackend()
+    BACKENDS: dict[str, AgentBackend] = {b.transport: b for b in (CliBackend(), AcpBackend(), NestedScvBackend())}
 
     def enabled(self, ctx: ToolContext) -> bool:
         if ctx.delegation_depth >= ctx.config.agent.max_delegation_depth:
@@ -86,7 +88,7 @@ class AgentTool(ToolSpec):
 
     def backend_for(self, offered: OfferedAgent) -> AgentBackend:
         choose = self._agents().choose_backend
-        return choose(offered) if choose is not None else self.CLI
+        return choose(offered) if choose is not None else self.BACKENDS[offered.transport]
 
     def prepare(self, args: AgentArgs, ctx: ToolContext) -> AgentCall:
         state = self._agents()
@@ -98,7 +100,7 @@ class AgentTool(ToolSpec):
         if handle is not None:
             # The handle decides first; an agent that cannot take one explains an unknown handle better.
             if (not state.conversations.knows(handle) and requested in offered
-                    and not offered[requested].descriptor.takes_session):
+                    and not offered[requested].takes("session")):
                 raise RefusedError(f"{requested} does not take session; these agents do: "
                                    f"{_takers(offered, 'session')}. Omit session, or call one of them")
             conversation = state.conversations.get(handle)
@@ -120,7 +122,7 @@ class AgentTool(ToolSpec):
         descriptor = chosen.descriptor
         model, effort, cwd = blank_to_none(args.model), blank_to_none(args.effort), blank_to_none(args.cwd)
         for option, value in (("model", model), ("effort", effort), ("session", handle)):
-            if value is not None and not getattr(descriptor, f"takes_{option}"):
+            if value is not None and not chosen.takes(option):
                 raise RefusedError(f"{name} does not take {option}; these agents do: {_takers(offered, option)}. "
                                    f"Omit {option}, or call one of them")
         check_prompt(args.prompt)
@@ -156,9 +158,11 @@ class AgentTool(ToolSpec):
         settings = ctx.config.agents.get(name)
         full = settings is not None and settings.permissions == "full"
         timeout = float(args.timeout_seconds or ctx.config.tools.agent_timeout_seconds)
-        return AgentCall(offered=chosen, backend=self.backend_for(chosen), conversation=conversation,
+        call = AgentCall(offered=chosen, backend=self.backend_for(chosen), conversation=conversation,
                          prompt=args.prompt, model=model, effort=effort, cwd=cwd, full_permissions=full,
                          timeout_seconds=timeout, background=args.background, session_id=state.session_id)
+        call.backend.check(call)
+        return call
 
     @staticmethod
     def _check_cwd(cwd: str, ctx: ToolContext) -> None:
@@ -257,12 +261,12 @@ class AgentTool(ToolSpec):
 
     def schema(self, ctx: ToolContext) -> dict[str, Any]:
         schema = super().schema(ctx)
-        offered = {name: o.descriptor for name, o in self._agents().offered.items()}
+        agents = self._agents().offered
         props = schema["properties"]
-        props["agent"] = {"type": "string", "enum": list(offered),
-                          "description": agent_argument(ctx.config, offered)}
+        props["agent"] = {"type": "string", "enum": list(agents),
+                          "description": agent_argument(ctx.config, agents)}
         for option in ("model", "effort", "session"):
-            if not any(getattr(d, f"takes_{option}") for d in offered.values()):
+            if not any(o.takes(option) for o in agents.values()):
                 props.pop(option, None)
         if "effort" in props:
             described = [c.get("description") for c in props["effort"].get("anyOf", [props["effort"]])]
@@ -272,11 +276,11 @@ class AgentTool(ToolSpec):
         if ctx.config.agent.max_background <= 0:
             props.pop("background", None)
         required = ["prompt"]
-        if default_agent(ctx.config, list(offered)) is None:
+        if default_agent(ctx.config, list(agents)) is None:
             required.append("agent")
         schema["required"] = required
         return schema
 
     def system_prompt_section(self, ctx: ToolContext) -> str | None:
-        offered = {name: o.descriptor for name, o in self._agents().offered.items()}
+        offered = self._agents().offered
         return delegating_section(ctx.config, offered) if offered else None

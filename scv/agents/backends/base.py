@@ -49,6 +49,9 @@ class AgentBackend(abc.ABC):
         """Whether a turn on this backend can be continued (its result carries a `session`)."""
         return True
 
+    def check(self, call: AgentCall) -> None:
+        """Refuses (RefusedError) a call this backend cannot run, before anyone is asked about it."""
+
     @abc.abstractmethod
     def summary(self, call: AgentCall, ctx: ToolContext) -> str:
         """What the person approving the call is shown: what runs, where, for how long."""

@@ -24,7 +24,7 @@ class CliBackend(AgentBackend):
     transport = "resume"
 
     def keeps_conversations(self, call: AgentCall) -> bool:
-        return call.offered.descriptor.takes_session
+        return call.offered.takes("session")
 
     def _argv(self, call: AgentCall, *, new_session: str | None, resume: str | None, outfile: str) -> list[str]:
         return build_argv(call.offered.descriptor, call.offered.executable, call.prompt, model=call.model,

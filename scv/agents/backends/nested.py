@@ -1,0 +1,21 @@
+"""The `scv` backend: a nested `scv server --stdio` in the agent's private home, kept for the whole
+conversation in one live worker (workers/live/nested_scv.py). Its approval requests come back
+through the calling session's gate; its own background jobs keep it busy between calls."""
+
+from scv.agents import live_plan
+from scv.agents.backends.acp import LiveServerBackend
+from scv.agents.backends.base import AgentCall
+from scv.agents.descriptors import NESTED
+from scv.errors import RefusedError
+
+
+class NestedScvBackend(LiveServerBackend):
+    transport = NESTED
+    executor = live_plan.FACTORIES[NESTED]
+
+    def check(self, call: AgentCall) -> None:
+        # The model is the nested session's override, fixed when its session starts.
+        if call.model is not None and call.conversation is not None and call.conversation.turns > 0:
+            raise RefusedError(f"scv takes model only when its conversation starts; omit model to continue "
+                               f"{call.conversation.handle}, or omit session to start a new conversation with "
+                               "that model")
