@@ -49,6 +49,16 @@ class Conversation:
             self.live.append(self.agent)
         return self.agent.turn(self.args, ctx)
 
+    def cancel_mid_turn(self, prompt: str, requests) -> None:
+        """A call cancelled once `requests()` (what the model server received) carries `prompt`;
+        the agent settles it and the conversation goes on."""
+        ctx = self.context(prompt)
+        cancel_when(ctx, lambda: any(prompt in json.dumps(body) for body in requests()))
+        with pytest.raises(ToolFailure) as failure:
+            self.run(ctx)
+        fields = failure.value.fields
+        assert fields["status"] == "cancelled" and "_conversation_ended" not in fields, (failure.value, fields)
+
     @property
     def pid(self) -> int:
         return self.agent.proc.pid
@@ -119,12 +129,7 @@ def test_claude_agent_acp_cancel_mid_turn_keeps_the_conversation(harness, live, 
     talk.turn("say hi")
     pid = talk.pid
     anthropic.hold = threading.Event()
-    ctx = talk.context("take your time")
-    cancel_when(ctx, lambda: any("take your time" in json.dumps(body) for body in _main_requests(anthropic)))
-    with pytest.raises(ToolFailure) as failure:
-        talk.run(ctx)
-    fields = failure.value.fields
-    assert fields["status"] == "cancelled" and "_conversation_ended" not in fields, (failure.value, fields)
+    talk.cancel_mid_turn("take your time", lambda: _main_requests(anthropic))
     anthropic.hold.set()
     anthropic.hold = None
     after, _ = talk.turn("still there?")
@@ -199,12 +204,7 @@ def test_codex_acp_cancel_mid_turn_keeps_the_conversation(harness, live, openai)
     talk.turn("say hi")
     pid = talk.pid
     openai.enqueue(Stall(TIMEOUT))
-    ctx = talk.context("take your time")
-    cancel_when(ctx, lambda: any("take your time" in json.dumps(body) for body in _turn_requests(openai)))
-    with pytest.raises(ToolFailure) as failure:
-        talk.run(ctx)
-    fields = failure.value.fields
-    assert fields["status"] == "cancelled" and "_conversation_ended" not in fields, (failure.value, fields)
+    talk.cancel_mid_turn("take your time", lambda: _turn_requests(openai))
     openai.enqueue(Reply(text="back again"))
     after, _ = talk.turn("still there?")
     assert after["status"] == "completed" and after["reply"].endswith("back again") and talk.pid == pid, after
