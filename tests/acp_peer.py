@@ -5,7 +5,7 @@ by its flags. Everything it sees is appended, one JSON object a line, to `--log`
 
 Prompts: hello, count, permission KIND PATH [always-only|none|slow], fs, slow, ignore-cancel, die,
 refuse, max, flood BYTES, auth, unknown, config. Flags: --signed-out-new, --protocol N,
---modes claude|claude-root|codex|none, --linger (keep running after stdin closes, like the real
+--modes claude|claude-root|codex|claude-auto|codex-agent|none, --linger (keep running after stdin closes, like the real
 servers), --escapee (leave a setsid'd child behind).
 """
 
@@ -32,6 +32,9 @@ MODES = {
     "claude": ["default", "acceptEdits", "plan", "bypassPermissions"],
     "claude-root": ["default", "acceptEdits", "plan", "dontAsk"],
     "codex": ["read-only", "auto", "full-access"],
+    # Sessions that start where the vendor's own model answers permission requests.
+    "claude-auto": ["auto", "default", "acceptEdits", "plan", "dontAsk"],
+    "codex-agent": ["agent", "read-only", "workspace-write", "agent-full-access"],
     "none": [],
 }
 

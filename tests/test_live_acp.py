@@ -247,6 +247,18 @@ def test_full_permissions_select_the_agents_own_full_access_mode(user, tmp_path,
         assert "CODEX_CONFIG" not in env
 
 
+@pytest.mark.parametrize("agent,modes,selected", [("claude", "claude-auto", ["default"]),
+                                                   ("codex", "codex-agent", ["read-only"]),
+                                                   ("claude", "claude", [])])
+def test_without_full_permissions_a_session_is_moved_to_the_mode_that_asks(user, tmp_path, harness, live, agent,
+                                                                          modes, selected):
+    server = peer(user, tmp_path, "--modes", modes)
+    conversation, args, ctx = begin(harness, live, server, "config", agent=agent)
+    mode = selected[0] if selected else "default"
+    assert conversation.turn(args, ctx)["reply"].endswith(f"mode={mode}")
+    assert [e["mode_id"] for e in server.events("session/set_mode")] == selected
+
+
 def test_claude_hiding_bypass_permissions_as_root_says_so_with_the_cli_hint(user, tmp_path, harness, scv_home):
     server = peer(user, tmp_path, "--modes", "claude-root")
     args = acp_args("claude", server.executable, "hello", full_permissions=True)

@@ -26,6 +26,11 @@ class AcpServer:
     # The session modes that mean full permissions, in the order they are looked for among the
     # modes (or the `mode` config option) the server advertises; selected in every new session.
     full_permission_modes: tuple[str, ...] = ()
+    # The modes in which the agent asks before it edits or runs anything. Without full permissions
+    # a session that starts in another (claude-agent-acp's built-in default `auto` and codex-acp's
+    # `agent` let a model of the vendor's answer instead of asking) is moved to the first of them,
+    # so SCV's approval gate decides.
+    asking_modes: tuple[str, ...] = ()
     package: str = ""                                       # where it comes from, for messages
 
     def argv(self, executable: str, full_permissions: bool) -> list[str]:
@@ -102,7 +107,7 @@ DESCRIPTORS: dict[str, Descriptor] = {d.name: d for d in (
         model_family="a Claude alias such as sonnet or opus, or a full Claude model ID",
         start_session=("--session-id", "{id}"), resume_session=("--resume", "{id}"), session_from_cli=False,
         full_permission_args=("--permission-mode", "bypassPermissions"),
-        acp=AcpServer("claude-agent-acp", full_permission_modes=("bypassPermissions",),
+        acp=AcpServer("claude-agent-acp", full_permission_modes=("bypassPermissions",), asking_modes=("default",),
                       package="npm @agentclientprotocol/claude-agent-acp"),
     ),
     Descriptor(
@@ -117,7 +122,7 @@ DESCRIPTORS: dict[str, Descriptor] = {d.name: d for d in (
         state_variable="CODEX_HOME",
         # codex-acp takes no -c overrides: CODEX_CONFIG is their JSON form, keeping live web search.
         acp=AcpServer("codex-acp", full_permission_env={"CODEX_CONFIG": '{"web_search":"live"}'},
-                      full_permission_modes=("full-access", "agent-full-access"),
+                      full_permission_modes=("full-access", "agent-full-access"), asking_modes=("read-only",),
                       package="npm @agentclientprotocol/codex-acp"),
     ),
     Descriptor(

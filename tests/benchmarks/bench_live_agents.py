@@ -9,20 +9,26 @@ permission request.
    ACP client relays each through an approval gate that answers at once. Baseline: the same
    process answered by a loop that only reads a line and writes a canned answer. SCV's own cost is
    the difference per request. Target: under 5 ms.
-(Turn 2 over ACP against turn 2 with one process per turn joins once the live worker runtime runs
-the ACP backend behind the `agent` tool.)
+3. Turn 2 of a conversation with one fake agent (tests/benchmarks/turn_bench_agent.py, the same
+   program and start-up either way): over ACP, the prompt through SCV's ACP client to the server
+   process kept since turn 1; one process per turn, the CLI backend's run (workers/agent.py) of
+   `claude -p --resume ID` with the argument vector SCV builds, the program reading the
+   conversation back from its file. Baseline: the resume turn. Target: ACP under half of it.
 """
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from scv.agents.descriptors import DESCRIPTORS, build_argv
 from tests.benchmarks.common import PeakMemory, chunked_stream, line, rss_bytes
 from tests.live_fakes import ACP_CAPTURES, Harness, acp_args
+from workers import agent as cli_backend
 from workers.live import acp
 from workers.live.acp_turn import TurnState
 from workers.live.acp_wire import Incoming, Wire, decode_update
@@ -33,6 +39,8 @@ BIG_LINES = 4
 BIG_LINE_BYTES = 4 << 20
 PEER = Path(__file__).with_name("acp_bench_peer.py")
 REQUESTS = 2000
+TURN_AGENT = Path(__file__).with_name("turn_bench_agent.py")
+TURN_ROUNDS = 9
 
 
 def _recorded_block() -> bytes:
@@ -160,6 +168,70 @@ def permissions() -> None:
          f"{own:8.3f} ms  {'met' if own < 5 else 'missed'}")
 
 
+def _launcher(folder: Path) -> Path:
+    """The fake agent behind one executable, as an installed CLI or server would be."""
+    path = folder / "claude"
+    path.write_text(f"#!/bin/sh\nexec {sys.executable} {TURN_AGENT} \"$@\"\n")
+    path.chmod(0o755)
+    return path
+
+
+def acp_turn_two(harness: Harness, executable: Path) -> float:
+    """Turn 1 starts the server (not timed); turn 2 goes to it."""
+    args = acp_args("claude", executable, "hello", server_args=["--acp"])
+    ctx = harness.context(args)
+    agent = acp.start(args, ctx)
+    try:
+        assert agent.turn(args, ctx)["status"] == "completed"
+        args = dict(args, prompt="and now?", turn=2)
+        ctx = harness.context(args)
+        started = time.perf_counter()
+        result = agent.turn(args, ctx)
+        elapsed = time.perf_counter() - started
+    finally:
+        agent.close()
+    assert result["reply"].startswith("turn 2:"), result
+    return elapsed
+
+
+def resume_turn_two(harness: Harness, executable: Path, session: str) -> float:
+    """Turn 1 (not timed) and turn 2, each one run of the CLI backend with SCV's argument vector."""
+    def run(prompt: str, turn: int, **resuming) -> dict:
+        argv = build_argv(DESCRIPTORS["claude"], str(executable), prompt, model=None, effort=None,
+                          full_permissions=False, **resuming)
+        args = {"agent": "claude", "argv": argv, "cwd": None, "full_permissions": False, "session_id": "s-bench",
+                "delegation": "claude-bench", "depth": 1, "conversation": "claude-1", "turn": turn}
+        return cli_backend.execute(args, harness.context(args)).value
+    assert run("hello", 1, new_session=session)["status"] == "completed"
+    started = time.perf_counter()
+    result = run("and now?", 2, resume=session)
+    elapsed = time.perf_counter() - started
+    assert result["reply"].startswith("turn 2:"), result
+    return elapsed
+
+
+def turn_two() -> None:
+    acp_times, resume_times = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        workspace, home = Path(tmp) / "ws", Path(tmp) / "scv-home"
+        workspace.mkdir()
+        home.mkdir()
+        harness = Harness(workspace, home)
+        executable = _launcher(Path(tmp))
+        try:
+            for index in range(TURN_ROUNDS):         # alternated, so machine noise hits both alike
+                acp_times.append(acp_turn_two(harness, executable))
+                resume_times.append(resume_turn_two(harness, executable, f"00000000-0000-4000-8000-{index:012d}"))
+        finally:
+            harness.close()
+    acp_s, resume_s = statistics.median(acp_times), statistics.median(resume_times)
+    line(f"turn 2: baseline, one process per turn (resume; median of {TURN_ROUNDS})", f"{resume_s * 1000:8.1f} ms")
+    line("turn 2: over ACP on the server process kept since turn 1",
+         f"{acp_s * 1000:8.1f} ms  ratio {acp_s / resume_s:.3f}x the baseline")
+    line("turn 2: target ACP under half the resume turn", "met" if acp_s < resume_s / 2 else "missed")
+
+
 def main() -> None:
     decoding()
     permissions()
+    turn_two()

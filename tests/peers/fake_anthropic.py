@@ -1,6 +1,11 @@
 """A fake Anthropic Messages endpoint on 127.0.0.1 for running the real Claude Code against:
 every `POST /v1/messages` gets a streamed text reply (or a queued HTTP error), and every request
-is recorded with its path and JSON body."""
+is recorded with its path and JSON body.
+
+With `tool_use` set to (prompt, name, input), the first request of the agent loop (it offers
+tools) whose last message ends with that prompt is answered with that tool call, and a request
+whose last message ends with a tool's result with a text naming the outcome. With `hold` set, the streamed replies wait until it is set (or 60 s), so a turn is in
+flight for as long as a test needs."""
 
 import json
 import threading
@@ -14,6 +19,8 @@ class FakeAnthropic:
         self.text = text
         self.statuses: list[int] = []       # queued HTTP errors for the next requests
         self.requests: list[dict] = []
+        self.tool_use: tuple[str, str, dict] | None = None      # (prompt, tool name, input)
+        self.hold: threading.Event | None = None
         self.lock = threading.Lock()
         self.server, _ = serve_posts(self._handle)
 
@@ -39,25 +46,53 @@ class FakeAnthropic:
             return self._json(h, 200, {"id": "msg_fake", "type": "message", "role": "assistant",
                                        "model": body.get("model"), "content": [{"type": "text", "text": self.text}],
                                        "stop_reason": "end_turn", "usage": {"input_tokens": 11, "output_tokens": 5}})
-        events = [
-            ("message_start", {"type": "message_start", "message": {
-                "id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model"), "content": [],
-                "stop_reason": None, "usage": {"input_tokens": 11, "output_tokens": 1}}}),
-            ("content_block_start", {"type": "content_block_start", "index": 0,
-                                     "content_block": {"type": "text", "text": ""}}),
-            ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                     "delta": {"type": "text_delta", "text": self.text}}),
-            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-                               "usage": {"output_tokens": 5}}),
-            ("message_stop", {"type": "message_stop"}),
-        ]
+        hold = self.hold
+        if hold is not None:
+            hold.wait(60)
+        blocks = self._blocks(body)
+        stop = "tool_use" if blocks[0]["type"] == "tool_use" else "end_turn"
+        events = [("message_start", {"type": "message_start", "message": {
+            "id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model"), "content": [],
+            "stop_reason": None, "usage": {"input_tokens": 11, "output_tokens": 1}}})]
+        for index, block in enumerate(blocks):
+            if block["type"] == "tool_use":
+                start = dict(block, input={})
+                delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+            else:
+                start = {"type": "text", "text": ""}
+                delta = {"type": "text_delta", "text": block["text"]}
+            events += [("content_block_start", {"type": "content_block_start", "index": index, "content_block": start}),
+                       ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}),
+                       ("content_block_stop", {"type": "content_block_stop", "index": index})]
+        events += [("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop},
+                                      "usage": {"output_tokens": 5}}),
+                   ("message_stop", {"type": "message_stop"})]
         data = "".join(f"event: {name}\ndata: {json.dumps(payload)}\n\n" for name, payload in events).encode()
         h.send_response(200)
         h.send_header("Content-Type", "text/event-stream")
         h.send_header("Content-Length", str(len(data)))
         h.end_headers()
         h.wfile.write(data)
+
+    def _blocks(self, body: dict) -> list[dict]:
+        """The reply's content: the scripted tool call (once) for the request that ends with its
+        prompt, else the text (after a tool call, the text says what its result was)."""
+        messages = body.get("messages") or []
+        last = messages[-1].get("content") if messages else None
+        parts = [part for part in last if isinstance(part, dict)] if isinstance(last, list) else []
+        with self.lock:
+            scripted = self.tool_use
+            if scripted is not None and parts and parts[-1].get("type") == "text" and \
+                    parts[-1].get("text") == scripted[0] and body.get("tools"):
+                self.tool_use = None
+                _, name, tool_input = scripted
+                return [{"type": "tool_use", "id": f"toolu_fake_{len(self.requests)}", "name": name,
+                         "input": tool_input}]
+        results = [part for part in parts if part.get("type") == "tool_result"]
+        if parts and parts[-1].get("type") == "tool_result":
+            outcome = "error" if results[-1].get("is_error") else "ok"
+            return [{"type": "text", "text": f"tool result: {outcome}"}]
+        return [{"type": "text", "text": self.text}]
 
     @staticmethod
     def _json(h, code: int, payload: dict) -> None:

@@ -44,6 +44,7 @@ class AcpAgent(LiveConversation):
         if server is None:
             raise ToolFailure(f"{args['agent']} has no ACP server; it runs one CLI process per turn")
         self.full_modes = server.full_permission_modes if args.get("full_permissions") else ()
+        self.asking_modes = () if args.get("full_permissions") else server.asking_modes
         extra = dict(server.full_permission_env) if args.get("full_permissions") else {}
         super().__init__(args, ctx, extra_env=extra)
         self.wire = Wire()
@@ -79,24 +80,39 @@ class AcpAgent(LiveConversation):
         self.options = list(new.config_options or [])
         if self.full_modes:
             self._full_permissions(new, ctx, deadline)
+        elif self.asking_modes and self._current_mode(new) not in self.asking_modes:
+            self._select_mode(new, self.asking_modes, ctx, deadline)
 
-    def _full_permissions(self, new: NewSessionResult, ctx: WorkerContext, deadline: float) -> None:
-        """The agent's own full-access mode, as it advertises it (a session mode, or a value of
-        its `mode` option); selected in every new session."""
+    def _current_mode(self, new: NewSessionResult):
+        mode_option = self._option(("mode",), ("mode",))
+        if mode_option is not None:
+            return mode_option.current_value
+        return new.modes.current_mode_id if new.modes else None
+
+    def _select_mode(self, new: NewSessionResult, wanted: tuple[str, ...], ctx: WorkerContext,
+                     deadline: float) -> list[str] | None:
+        """Selects the first of `wanted` the agent advertises (a session mode, or a value of its
+        `mode` option); None when it did, else the modes it offers."""
         modes = [m.id for m in (new.modes.available_modes if new.modes else [])]
         mode_option = self._option(("mode",), ("mode",))
         values = mode_option.values() if mode_option else []
-        for wanted in self.full_modes:
-            if wanted in modes:
-                answer = self._ask_agent("session/set_mode", SetModeParams(self.session, wanted), ctx, deadline)
+        for mode in wanted:
+            if mode in modes:
+                answer = self._ask_agent("session/set_mode", SetModeParams(self.session, mode), ctx, deadline)
                 self._check(answer, "session/set_mode")
-                return
-            if wanted in values:
-                self._set_option(mode_option, wanted, ctx, deadline, "mode")
-                return
-        offered = ", ".join(modes or values) or "none"
+                return None
+            if mode in values:
+                self._set_option(mode_option, mode, ctx, deadline, "mode")
+                return None
+        return modes or values
+
+    def _full_permissions(self, new: NewSessionResult, ctx: WorkerContext, deadline: float) -> None:
+        """The agent's own full-access mode, as it advertises it; selected in every new session."""
+        offered = self._select_mode(new, self.full_modes, ctx, deadline)
+        if offered is None:
+            return
         text = (f"{self.server} offers no full-permission mode ({' or '.join(self.full_modes)}) in this session; "
-                f"the modes it offers: {offered}")
+                f"the modes it offers: {', '.join(offered) or 'none'}")
         hint = None
         if "bypassPermissions" in self.full_modes:
             text += ". Claude Code hides bypassPermissions when it runs as root"
