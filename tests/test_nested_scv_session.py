@@ -186,3 +186,37 @@ def test_a_parent_one_level_down_starts_its_nested_scv_at_the_limit(nested):
     assert inner["summary"].startswith("[scv-1 depth 2] ")
     nested.completed()
     assert "agent" not in nested.tool_names(0) and nested.ps()[0]["depth"] == 2
+
+
+def test_the_parent_follows_the_nested_scvs_own_background_job(nested, tmp_path, workspace):
+    """The nested SCV starts a background job of its own: `scv agents ps` shows it `background`
+    while the job counts, the report turn it starts by itself has its approval request denied
+    (no call carries it to a person), and once its model has seen the result it is `idle`."""
+    gate = tmp_path / "finish-the-job"
+    nested_codex(nested, f"while [ ! -e {gate} ]; do sleep 0.05; done\n" + codex_reply_lines("the job's findings"))
+    nested.parent.enqueue(agent_call("a1", agent="scv", prompt="start a job"), Reply(text="it runs"))
+    nested.nested.enqueue(agent_call("n1", agent="codex", prompt="dig", background=True), Reply(text="job started"),
+                          bash_call("r1", "echo reported > from-the-report.txt"), Reply(text="reported"))
+    client = nested.client
+    client.request("turn.start", {"prompt": "delegate it"})
+    outer = nested.approve(True, tool="agent")
+    assert not outer["summary"].startswith("[scv-1")
+    inner = nested.approve(True, tool="agent")
+    assert inner["summary"].startswith("[scv-1 depth 1] ") and inner["risk"] == "delegate"
+    done = nested.completed()
+    assert done["result"]["reply"] == "job started" and "jobs" not in done      # the parent's own call started none
+    assert nested.turn_done()["reply"] == "it runs"
+    [row] = nested.ps()
+    assert row["state"] == "background" and row["background_jobs"] == 1
+    gate.touch()
+    # The job ends, the nested SCV reports it in a turn of its own (its bash request denied), and
+    # the parent stops counting once that turn has ended.
+    wait_for(lambda: nested.ps()[0]["state"] == "idle", timeout=60, what="the nested SCV to be idle")
+    assert len(nested.nested.requests) == 4
+    report = nested.nested.requests[2].body["messages"]
+    assert any("the job's findings" in str(m.get("content")) for m in report)
+    denial = [m for m in nested.nested.requests[3].body["messages"] if m["role"] == "tool"][-1]
+    assert "denied" in denial["content"]
+    assert not (workspace / "from-the-report.txt").exists()
+    assert [a["tool"] for a in client.notifications("approval.requested")] == ["agent", "agent"]
+    assert "background_jobs" not in nested.ps()[0]
