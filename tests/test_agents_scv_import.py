@@ -116,3 +116,17 @@ def test_rendered_values_with_quotes_and_control_characters_read_back_exactly():
     parsed = tomllib.loads(text)["providers"]["scv"]
     assert parsed["model"] == profile.model and parsed["base_url"] == profile.base_url
     assert parsed["headers"] == profile.headers and parsed["api_key"] == 'k\\"\x00ey'
+
+
+def test_status_reports_the_nested_scv_as_the_running_scv_when_none_is_installed(user, scv_home):
+    """No `scv` on PATH or in ~/.local/bin: the running SCV nests itself, so scv is installed, and
+    signed in once its private home holds a provider."""
+    out = status_of(None)
+    assert out["installed"] is True and out["signed_in"] is False and out["summary"] == "signed out"
+    assert "scv    signed out (scv agents login scv)" in run_scv("agents", "status").stdout.splitlines()
+    path = nested_config(scv_home)
+    path.parent.mkdir(parents=True)
+    path.write_text(PROVIDER.replace("relay", "scv").replace('api_key_env = "MY_RELAY_KEY"', f'api_key = "{KEY}"'))
+    signed = status_of(None)
+    assert signed["installed"] is True and signed["signed_in"] is True and signed["import"] is None
+    assert signed["summary"] == "signed in (provider openai (chat API); model scv-model; host scv.example)"

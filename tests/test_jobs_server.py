@@ -104,3 +104,29 @@ def test_closing_the_session_stops_running_jobs(tmp_path, monkeypatch, workspace
         assert client.proc.poll() is None       # the server itself carries on
     finally:
         client.stop()
+
+
+def test_tool_completed_carries_the_jobs_a_call_started_or_showed(tmp_path, monkeypatch, workspace):
+    """What a parent following this session as a nested SCV counts its jobs from."""
+    setup_fake_home(tmp_path, monkeypatch)
+    gate = tmp_path / "finish"
+    fake_agent(tmp_path, "codex", f"while [ ! -e {gate} ]; do sleep 0.05; done\n" + codex_reply_lines("job done"))
+    script = write_script(tmp_path / "s.jsonl", BACKGROUND,
+                          {"calls": [{"id": "s", "tool": "agent_status", "args": {}}]},
+                          {"calls": [{"id": "w", "tool": "agent_wait", "args": {"job": "job-1"}}]},
+                          {"calls": [{"id": "r", "tool": "read", "args": {"path": "."}}]},
+                          {"text": "all seen"})
+    client = Client(script, workspace)
+    try:
+        client.open_session(workspace)
+        client.call("turn.start", {"prompt": "go"})
+        started = client.notification("tool.completed", call_id="b")
+        assert started["jobs"] == [{"job": "job-1", "status": "running"}]
+        assert client.notification("tool.completed", call_id="s")["jobs"] == [{"job": "job-1", "status": "running"}]
+        gate.touch()
+        waited = client.notification("tool.completed", call_id="w")
+        assert waited["jobs"] == [{"job": "job-1", "status": "completed"}]
+        assert "jobs" not in client.notification("tool.completed", call_id="r")
+        assert client.notification("turn.completed", turn_id="turn-1")["reply"] == "all seen"
+    finally:
+        client.stop()

@@ -19,7 +19,7 @@ import signal
 from typing import Protocol
 
 from scv.frames import FrameReader
-from scv.messages import Call, Result
+from scv.messages import AgentPrivate, Call, Result
 from workers.cancel_token import CancelToken
 from workers.runtime import WorkerContext, open_workspace, read_call, resolve, run_guarded, send
 
@@ -125,7 +125,7 @@ def _start(call: Call, token: CancelToken, out_fd: int) -> tuple[LiveAgent | Non
         result = run_guarded(call, first_turn)
     finally:
         os.close(ctx.workspace_fd)
-    return (started[0] if started else None), result
+    return (started[0] if started else None), _private_part(result)
 
 
 def _turn(agent: LiveAgent, call: Call, token: CancelToken, out_fd: int) -> Result:
@@ -133,6 +133,20 @@ def _turn(agent: LiveAgent, call: Call, token: CancelToken, out_fd: int) -> Resu
     if isinstance(ctx, Result):
         return ctx
     try:
-        return run_guarded(call, lambda: agent.turn(call.args, ctx))
+        return _private_part(run_guarded(call, lambda: agent.turn(call.args, ctx)))
     finally:
         os.close(ctx.workspace_fd)
+
+
+# A live agent's result names the supervisor's part in these fields; they never reach the model.
+PRIVATE_FIELDS = {"_vendor_session": "vendor_session", "_cwd": "cwd", "_available": "available",
+                  "_conversation_ended": "conversation_ended"}
+
+
+def _private_part(result: Result) -> Result:
+    """The result with its `_`-prefixed fields moved into its private part (AgentPrivate)."""
+    if result.private is not None or not any(key in result.value for key in PRIVATE_FIELDS):
+        return result
+    value = dict(result.value)
+    private = {name: value.pop(key) for key, name in PRIVATE_FIELDS.items() if key in value}
+    return Result(ok=result.ok, value=value, private=AgentPrivate(**private))

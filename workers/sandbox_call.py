@@ -71,10 +71,17 @@ class SandboxedRun:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.launcher is not None:
-            self.launcher.close()
+        self.spawned()
         if self.tmpdir is not None:
             _remove(self.tmpdir)
+            self.tmpdir = None
+
+    def spawned(self) -> None:
+        """The command has started (or will not): the launcher's thread and ruleset go, while the
+        temporary folder stays until `__exit__` (a live agent's server keeps using it)."""
+        if self.launcher is not None:
+            self.launcher.close()
+            self.launcher = None
 
     def environment(self, env: dict[str, str]) -> dict[str, str]:
         if self.tmpdir is not None:

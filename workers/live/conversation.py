@@ -24,6 +24,7 @@ from workers.agents import tracking
 from workers.agents.progress import ProgressThrottle
 from workers.live.process import LiveProcess
 from workers.runtime import ToolFailure, WorkerContext
+from workers.sandbox_call import SandboxedRun, SandboxError
 
 # After a cancel (or a deadline), how long the agent has to settle its turn and keep the conversation.
 SETTLE_SECONDS = 2.0
@@ -64,8 +65,17 @@ class LiveConversation(abc.ABC):
                                     depth=args["depth"], cwd=self.cwd, conversation=args.get("conversation"),
                                     turn=args.get("turn"))
         argv = list(args["argv"])
+        # The first call's sandbox plan confines the process for the whole conversation (later
+        # calls' plans cannot change a running process); its private home is writable in it.
+        sandbox = SandboxedRun(args.get("sandbox"))
         try:
-            self.proc = LiveProcess(argv, self.cwd, env, ctx.call.handle, run)
+            sandbox.__enter__()
+        except SandboxError as err:
+            raise ToolFailure(f"{err}; {self.name} did not start", **self.blank()) from None
+        try:
+            self.proc = LiveProcess(argv, self.cwd, sandbox.environment(env), ctx.call.handle, run, sandbox)
+        except SandboxError as err:
+            raise ToolFailure(f"{err}; {self.name} did not start", **self.blank()) from None
         except OSError as err:
             raise ToolFailure(f"{self.name} could not be started: {argv[0]}: {err.strerror}", **self.blank(),
                               _available=False) from None
@@ -83,9 +93,17 @@ class LiveConversation(abc.ABC):
 
     def result(self, status: str, reply: str, usage, cut: bool) -> dict[str, Any]:
         stderr = self.proc.stderr
-        return {"agent": self.name, "status": status, "reply": reply, "usage": usage,
-                "exit_code": self.proc.outcome.exit_code, "stderr_tail": stderr.text(),
-                "truncated": cut or stderr.total > stderr.limit, "_cwd": self.cwd, "_available": True}
+        return self.confined({"agent": self.name, "status": status, "reply": reply, "usage": usage,
+                              "exit_code": self.proc.outcome.exit_code, "stderr_tail": stderr.text(),
+                              "truncated": cut or stderr.total > stderr.limit, "_cwd": self.cwd, "_available": True})
+
+    def confined(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """The result's `sandbox` entry when the process runs in one, as the CLI runs report it."""
+        sandbox = self.proc.sandbox
+        entry = sandbox.field(self.proc.stderr.text()) if sandbox is not None else None
+        if entry is not None:
+            fields["sandbox"] = entry
+        return fields
 
     def failure(self, ended: Ended, fields: dict[str, Any]) -> ToolFailure:
         """The call's failure; a conversation that cannot go on says so (`_conversation_ended`)."""

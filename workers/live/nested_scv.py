@@ -255,7 +255,7 @@ class NestedScv(LiveConversation):
             result["truncated"] = True
         if self.session:
             result["_vendor_session"] = self.session
-        return result
+        return self.confined(result)
 
     # --- its events ----------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from workers import delegation_records, process_runner
 from workers.agents import tracking
 from workers.agents.capture import Tail
 from workers.process_runner import RunOutcome, RunSpec
+from workers.sandbox_call import SandboxedRun
 
 READ_CHUNK = 256 << 10
 GRACE_SECONDS = stopping.GRACE_SECONDS      # after stdin closes, before the group is stopped
@@ -33,8 +34,12 @@ class Pumped:
 
 
 class LiveProcess:
-    def __init__(self, argv: list[str], cwd: str, env: dict[str, str], tag: str, run: tracking.DelegatedRun):
+    def __init__(self, argv: list[str], cwd: str, env: dict[str, str], tag: str, run: tracking.DelegatedRun,
+                 sandbox: SandboxedRun | None = None):
+        """`sandbox` (entered by the caller) confines the process; it is the process's from here on:
+        its launcher goes once the process has started, its temporary folder once the process ends."""
         self.run = run
+        self.sandbox = sandbox
         self.link = lineage.last_link(run.parent)
         self.stderr = Tail(2048)
         self.outcome = RunOutcome()
@@ -42,13 +47,21 @@ class LiveProcess:
         in_r, in_w = process_runner.pipe()
         out_r, out_w = process_runner.pipe()
         err_r, err_w = process_runner.pipe()
-        spec = RunSpec(argv=argv, cwd=cwd, env=env, timeout_seconds=0, tag=tag, stdin=in_r, merge_stderr=False)
+        launcher = sandbox.launcher.spawn if sandbox is not None and sandbox.launcher is not None else None
+        spec = RunSpec(argv=argv, cwd=cwd, env=env, timeout_seconds=0, tag=tag, stdin=in_r, merge_stderr=False,
+                       launcher=launcher)
         try:
             proc = process_runner.spawn(spec, out_w, err_w)
         except BaseException:
             for fd in (in_r, in_w, out_r, out_w, err_r, err_w):
                 os.close(fd)
+            if sandbox is not None:
+                sandbox.__exit__()
             raise
+        finally:
+            if sandbox is not None:
+                # The spawning thread was needed for the spawn only: the process keeps its confinement.
+                sandbox.spawned()
         for fd in (in_r, out_w, err_w):
             os.close(fd)
         self.pid = proc.pid
@@ -229,5 +242,7 @@ class LiveProcess:
         self._collect()
         for name in ("stdin_fd", "stdout_fd", "stderr_fd", "pidfd"):
             self._close_fd(name)
+        if self.sandbox is not None:
+            self.sandbox.__exit__()         # its temporary folder
         self.ended = True
         tracking.ended(self.run, self.pid, self.outcome.exit_code, self.outcome.signal)

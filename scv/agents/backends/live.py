@@ -43,6 +43,10 @@ class LiveBackend(AgentBackend):
         message = launch.message(self.executor, self.turn_args(call, conversation, ctx, home),
                                  handle=conversation.live.handle)
         try:
-            return launch.live(conversation.live, message)
+            result = launch.live(conversation.live, message)
         except WorkerLost:
             return server_exited(call, conversation)
+        if result.private is not None and result.private.conversation_ended:
+            # OPEN -> CLOSED: its agent is gone, so the tool forgets the conversation.
+            conversation.live.close()
+        return result
