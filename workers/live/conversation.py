@@ -43,6 +43,8 @@ class Ended(Exception):
 class LiveConversation(abc.ABC):
     """The process and record side of a live agent; subclasses speak its protocol."""
 
+    session: str | None = None      # the agent's own session, once its handshake made one
+
     def __init__(self, args: dict[str, Any], ctx: WorkerContext, extra_env: dict[str, str] | None = None):
         self.name = args["agent"]
         self.descriptor: Descriptor = DESCRIPTORS[self.name]
@@ -95,6 +97,8 @@ class LiveConversation(abc.ABC):
             fields["hint"] = ended.hint
         if not ended.keep:
             fields["_conversation_ended"] = True
+        elif self.session is not None:
+            fields["_vendor_session"] = self.session    # a cancelled first turn keeps its conversation too
         if delegation_records.KEEPER.killed and ended.status != "completed":
             fields["status"] = "cancelled"
             return ToolFailure(f"{self.name} was stopped by scv agents kill", **fields)
