@@ -84,7 +84,8 @@ def test_approval_over_the_protocol(clients, workspace, tmp_path, approved):
     client.start(cwd=str(workspace))
     client.request("turn.start", {"prompt": "write it"})
     asked = client.until("approval.requested")
-    assert set(asked.params) == {"id", "tool", "risk", "summary", "turn_id"}
+    assert set(asked.params) == {"id", "tool", "risk", "summary", "turn_id", "workspace"}
+    assert asked.params["workspace"] == str(workspace)
     assert asked.params["tool"] == "write" and asked.params["risk"] == "filesystem"
     assert "made.txt" in asked.params["summary"]
     client.request("approval.resolve", {"id": asked.params["id"], "approved": approved})
