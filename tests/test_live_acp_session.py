@@ -156,6 +156,40 @@ def test_a_cancelled_turn_the_agent_ignores_ends_the_conversation(clients, tmp_p
     assert "is not a conversation of this session" in client.until("turn.completed").params["reply"]
 
 
+def test_a_timed_out_turn_that_settles_stays_resumable(clients, tmp_path, user_home, workspace):
+    server = peer(user_home, tmp_path)
+    client = session(clients, tmp_path, workspace,
+                     {"calls": [agent_call("a", "count"), agent_call("b", "slow", session="claude-1", timeout_seconds=1),
+                                agent_call("c", "count", session="claude-1")]},
+                     {"text": "{{b.status}} {{b.turn}} | {{c.reply}} {{c.turn}}"}, auto_approve=True)
+    client.request("turn.start", {"prompt": "go"})
+    reply = client.until("turn.completed", timeout=60).params["reply"]
+    assert reply == f"timeout 2 | turn 3 in process {server_pid(server)} 3"
+    assert len(server.events("session/cancel")) == 1 and len(server.events("start")) == 1
+
+
+# --- the conversation's end stops its server ----------------------------------------------------
+
+def test_a_forgotten_conversation_and_a_closed_session_stop_their_servers(clients, tmp_path, user_home, workspace,
+                                                                          scv_home):
+    server = peer(user_home, tmp_path, "--linger")     # like the real servers: EOF alone does not end it
+    (scv_home / "config.toml").write_text("[agent]\nmax_conversations = 1\n")
+    client = session(clients, tmp_path, workspace, {"calls": [agent_call("a", "count")]}, {"text": "one"},
+                     {"calls": [agent_call("b", "count")]}, {"text": "{{b.session}}"}, auto_approve=True)
+    client.request("turn.start", {"prompt": "first"})
+    client.until("turn.completed")
+    first = server_pid(server)
+    # A second conversation forgets the first (the limit is one): its server is stopped.
+    client.request("turn.start", {"prompt": "second"})
+    assert client.until("turn.completed").params["reply"] == "claude-2"
+    second = [e["pid"] for e in server.events("start")][-1]
+    assert second != first and gone([first])
+    assert [r["pid"] for r in delegations()] == [second]
+    client.request("session.close", {})
+    wait_for(lambda: gone([second]) and not delegations(), what="the session's end to stop its server")
+    assert client.proc.poll() is None
+
+
 # --- tracking: scv agents ps and kill --------------------------------------------------------
 
 def test_agents_ps_shows_the_live_agent_and_kill_between_turns_ends_its_conversation(clients, tmp_path, user_home,

@@ -129,6 +129,10 @@ class LiveConversation(abc.ABC):
             throttle.flush()
 
     def begin_turn(self, args: dict[str, Any]) -> None:
+        if self.proc.alive:
+            # What it did since the last turn, and whether it still runs: a call that arrives as the
+            # process exits (scv agents kill) must find it gone, not lose it mid-prompt.
+            self.on_idle()
         if not self.proc.alive:
             raise ToolFailure(f"{self.handle} cannot continue: its server exited ({self.proc.exit_text()}); start a "
                               "new conversation (omit session)", **self.blank(), _available=False,

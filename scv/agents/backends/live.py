@@ -43,6 +43,11 @@ class LiveBackend(AgentBackend):
         message = launch.message(self.executor, self.turn_args(call, conversation, ctx, home),
                                  handle=conversation.live.handle)
         try:
-            return launch.live(conversation.live, message)
+            result = launch.live(conversation.live, message)
         except WorkerLost:
             return server_exited(call, conversation)
+        if result.private is None and conversation.turns and not conversation.live.alive():
+            # No answer of the live agent's: its worker ended as the call reached it (the server had
+            # exited between turns, and the worker with it).
+            return server_exited(call, conversation)
+        return result
