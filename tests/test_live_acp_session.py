@@ -190,6 +190,22 @@ def test_a_forgotten_conversation_and_a_closed_session_stop_their_servers(client
     assert client.proc.poll() is None
 
 
+def test_an_idle_conversation_stops_its_server_when_its_time_is_up(clients, tmp_path, user_home, workspace,
+                                                                   scv_home):
+    server = peer(user_home, tmp_path, "--linger")
+    (scv_home / "config.toml").write_text("[agent]\nconversation_idle_seconds = 1\n")
+    client = session(clients, tmp_path, workspace, {"calls": [agent_call("a", "count")]}, {"text": "one"},
+                     {"calls": [agent_call("b", "count", session="claude-1")]}, {"text": "{{b.error}}"},
+                     auto_approve=True)
+    client.request("turn.start", {"prompt": "first"})
+    client.until("turn.completed")
+    pid = server_pid(server)
+    # Nothing calls the agent again: the session's idle reaper forgets the conversation on time.
+    wait_for(lambda: gone([pid]) and not delegations(), what="the idle conversation's server to stop")
+    client.request("turn.start", {"prompt": "later"})
+    assert "is not a conversation of this session" in client.until("turn.completed").params["reply"]
+
+
 # --- tracking: scv agents ps and kill --------------------------------------------------------
 
 def test_agents_ps_shows_the_live_agent_and_kill_between_turns_ends_its_conversation(clients, tmp_path, user_home,
