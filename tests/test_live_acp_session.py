@@ -138,20 +138,23 @@ def test_a_cancelled_turn_that_settles_keeps_the_conversation(clients, tmp_path,
 
 
 def test_a_cancelled_turn_the_agent_ignores_ends_the_conversation(clients, tmp_path, user_home, workspace):
-    server = peer(user_home, tmp_path, "--linger")
+    server = peer(user_home, tmp_path, "--linger", "--escapee")
     client = session(clients, tmp_path, workspace, {"calls": [agent_call("a", "ignore-cancel")]},
                      {"calls": [agent_call("b", "count", session="claude-1")]}, {"text": "{{b.error}}"},
                      auto_approve=True)
     client.request("turn.start", {"prompt": "deaf"})
     client.until("tool.progress", line="not listening")
     pid = server_pid(server)
+    [record] = delegations()
+    assert len(tagged_with(record["handle"])) >= 2, "the server and the child it left in a session of its own"
     client.request("turn.cancel")
     assert client.until("turn.failed", timeout=60).params["reason"] == "cancelled"
     first = completed_calls(client)["a"]
     assert first["status"] == "cancelled" and "session" not in first
     assert "did not end its turn within 2 s of session/cancel" in first["error"]
     assert server.events("session/cancel")
-    wait_for(lambda: gone([pid]), what="the lingering ACP server to be stopped")
+    wait_for(lambda: gone([pid]) and not tagged_with(record["handle"]), what="the server and its child to stop")
+    assert not delegations()
     client.request("turn.start", {"prompt": "again"})
     assert "is not a conversation of this session" in client.until("turn.completed").params["reply"]
 
