@@ -209,6 +209,38 @@ def test_an_idle_conversation_stops_its_server_when_its_time_is_up(clients, tmp_
     assert "is not a conversation of this session" in client.until("turn.completed").params["reply"]
 
 
+def test_a_server_that_dies_mid_turn_fails_the_call_and_ends_the_conversation(clients, tmp_path, user_home,
+                                                                              workspace):
+    server = peer(user_home, tmp_path)
+    client = session(clients, tmp_path, workspace,
+                     {"calls": [agent_call("a", "count"), agent_call("b", "die", session="claude-1"),
+                                agent_call("c", "count", session="claude-1")]},
+                     {"text": "{{c.error}}"}, auto_approve=True)
+    client.request("turn.start", {"prompt": "go"})
+    reply = client.until("turn.completed").params["reply"]
+    died = completed_calls(client)["b"]
+    assert died["status"] == "failed" and "exited with status 7 during the call" in died["error"]
+    assert "peer dying on purpose" in died["stderr_tail"] and "session" not in died
+    assert not any(key.startswith("_") for key in died)
+    assert "is not a conversation of this session" in reply
+    assert not delegations() and len(server.events("start")) == 1
+
+
+def test_a_signed_out_server_fails_with_the_login_hint_and_offers_the_others(clients, tmp_path, user_home,
+                                                                              workspace):
+    from tests.agent_fakes import install
+    peer(user_home, tmp_path, "--signed-out-new")
+    install(user_home / ".local" / "bin", "codex", tmp_path / "codex-log")
+    client = session(clients, tmp_path, workspace, {"calls": [agent_call("a", "count")]}, {"text": "done"},
+                     auto_approve=True)
+    client.request("turn.start", {"prompt": "go"})
+    client.until("turn.completed")
+    result = completed_calls(client)["a"]
+    assert result["status"] == "failed" and "Authentication required" in result["error"]
+    assert "scv agents login claude" in result["hint"] and "codex" in result["fallback"]
+    assert "session" not in result and not delegations()
+
+
 # --- tracking: scv agents ps and kill --------------------------------------------------------
 
 def test_agents_ps_shows_the_live_agent_and_kill_between_turns_ends_its_conversation(clients, tmp_path, user_home,
