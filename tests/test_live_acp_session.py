@@ -137,6 +137,28 @@ def test_a_cancelled_turn_that_settles_keeps_the_conversation(clients, tmp_path,
     assert len(server.events("start")) == 1
 
 
+def test_cancel_while_a_relayed_request_waits_answers_it_cancelled(clients, tmp_path, user_home, workspace):
+    server = peer(user_home, tmp_path)
+    target = workspace / "made.txt"
+    client = session(clients, tmp_path, workspace,
+                     {"calls": [agent_call("a", f"permission edit {target}")]},
+                     {"calls": [agent_call("b", "count", session="claude-1")]}, {"text": "{{b.reply}}"})
+    client.request("turn.start", {"prompt": "edit it"})
+    call = client.until("approval.requested")
+    client.request("approval.resolve", {"id": call.params["id"], "approved": True})
+    relayed = client.until("approval.requested")
+    assert relayed.params["summary"].startswith("[claude-1 acp]")
+    client.request("turn.cancel")
+    assert client.until("approval.resolved", id=relayed.params["id"]).params["approved"] is False
+    assert client.until("turn.failed").params["reason"] == "cancelled"
+    assert [e["outcome"] for e in server.events("permission")] == ["cancelled"] and not target.exists()
+    assert completed_calls(client)["a"]["status"] == "cancelled"
+    client.request("turn.start", {"prompt": "again"})
+    call = client.until("approval.requested")
+    client.request("approval.resolve", {"id": call.params["id"], "approved": True})
+    assert client.until("turn.completed").params["reply"] == f"turn 2 in process {server_pid(server)}"
+
+
 def test_a_cancelled_turn_the_agent_ignores_ends_the_conversation(clients, tmp_path, user_home, workspace):
     server = peer(user_home, tmp_path, "--linger", "--escapee")
     client = session(clients, tmp_path, workspace, {"calls": [agent_call("a", "ignore-cancel")]},
@@ -274,6 +296,21 @@ def test_agents_ps_shows_the_live_agent_and_kill_between_turns_ends_its_conversa
     assert status == "failed" and "conversation claude-1 cannot continue: its server exited" in error
     assert fresh == "completed claude-2"
     assert len(server.events("start")) == 2
+
+
+def test_agents_kill_during_a_turn_cancels_it_and_ends_the_conversation(clients, tmp_path, user_home, workspace):
+    server = peer(user_home, tmp_path, "--linger")
+    client = session(clients, tmp_path, workspace,
+                     {"calls": [agent_call("a", "slow"), agent_call("b", "count", session="claude-1")]},
+                     {"text": "{{a.status}} | {{a.error}} | {{b.status}} | {{b.error}}"}, auto_approve=True)
+    client.request("turn.start", {"prompt": "go"})
+    client.until("tool.progress", line="working slowly")
+    [row] = delegations()
+    assert run_scv("agents", "kill", row["handle"]).returncode == 0
+    status, error, _, refused = client.until("turn.completed", timeout=60).params["reply"].split(" | ")
+    assert status == "cancelled" and "was stopped by scv agents kill" in error
+    assert "is not a conversation of this session" in refused
+    assert gone([server_pid(server)]) and not delegations()
 
 
 # --- background jobs ---------------------------------------------------------------------------
