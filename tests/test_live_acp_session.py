@@ -5,15 +5,13 @@ on one server process, relayed permissions through the client's gate, cancel, `s
 `kill`, background jobs' relayed requests, orphan reconcile, and the registry's choice."""
 
 import json
-import signal
 import subprocess
 import sys
 
-import psutil
 import pytest
 
 from tests.conftest import result_json, run_scv, scv_env
-from tests.delegation_fakes import gone, records_in, tagged_with
+from tests.delegation_fakes import gone, kill_scv_tree, records_in, tagged_with
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.fakes import wait_for, write_script
 from tests.live_fakes import FakeServer, install_peer
@@ -352,15 +350,8 @@ def test_orphan_reconcile_reaps_a_live_server_whose_scv_was_killed(tmp_path, use
         pid = server_pid(server)
         [record] = records_in(scv_home)
         assert record["owner_pid"] == proc.pid and record["pid"] == pid
-        # Every SCV process at once, stopped before any is killed (none cleans up after another).
-        tagged = {p.pid for p in tagged_with(record["handle"])}
-        assert pid in tagged
-        scv_tree = [p for p in psutil.Process(proc.pid).children(recursive=True) if p.pid not in tagged]
-        victims = [psutil.Process(proc.pid), *scv_tree]
-        for victim in victims:
-            victim.send_signal(signal.SIGSTOP)
-        for victim in victims:
-            victim.send_signal(signal.SIGKILL)
+        assert pid in {p.pid for p in tagged_with(record["handle"])}
+        kill_scv_tree(proc.pid, record["handle"])     # every SCV process at once, as a crash would
         proc.wait(10)
         assert not gone([pid]), "the lingering server outlives its SCV"
         listed = json.loads(run_scv("agents", "ps", "--all", "--json").stdout)["delegations"]
