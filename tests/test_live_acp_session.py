@@ -76,6 +76,40 @@ def test_two_turns_of_one_conversation_run_on_one_server_process(tmp_path, user_
     assert records_in(scv_home) == []
 
 
+def test_model_and_effort_reach_the_server_and_an_unoffered_value_keeps_the_conversation(clients, tmp_path,
+                                                                                         user_home, workspace):
+    server = peer(user_home, tmp_path)
+    client = session(clients, tmp_path, workspace,
+                     {"calls": [agent_call("a", "config", model="fast-model", effort="high"),
+                                agent_call("b", "config", session="claude-1", model="no-such-model"),
+                                agent_call("c", "config", session="claude-1")]},
+                     {"text": "{{a.reply}} | {{b.status}} | {{b.error}} | {{c.reply}} {{c.turn}}"}, auto_approve=True)
+    client.request("turn.start", {"prompt": "go"})
+    first, status, error, third = client.until("turn.completed").params["reply"].split(" | ")
+    assert first == "model=fast-model effort=high mode=default"
+    assert status == "failed" and "no-such-model" in error and "it offers: default, fast-model, big-model" in error
+    assert third == "model=fast-model effort=high mode=default 3"
+    assert len(server.events("start")) == 1
+
+
+@pytest.mark.parametrize("modes, works", [("claude", True), ("claude-root", False)])
+def test_full_permissions_select_the_agents_own_mode(clients, tmp_path, user_home, workspace, scv_home, modes, works):
+    server = peer(user_home, tmp_path, "--modes", modes)
+    (scv_home / "config.toml").write_text('[agents.claude]\npermissions = "full"\n')
+    client = session(clients, tmp_path, workspace, {"calls": [agent_call("a", "config")]}, {"text": "done"},
+                     auto_approve=True)
+    client.request("turn.start", {"prompt": "go"})
+    client.until("turn.completed")
+    assert "FULL PERMISSIONS" in client.notifications("tool.started")[0]["summary"]
+    result = completed_calls(client)["a"]
+    if works:
+        assert [e["mode_id"] for e in server.events("session/set_mode")] == ["bypassPermissions"]
+        assert result["reply"] == "model=default effort=medium mode=bypassPermissions"
+    else:
+        assert result["status"] == "failed" and "hides bypassPermissions when it runs as root" in result["error"]
+        assert result["hint"] and "session" not in result and not delegations()
+
+
 # --- relayed permission requests -------------------------------------------------------------
 
 @pytest.mark.parametrize("approved", [True, False])
