@@ -43,6 +43,10 @@ def delegations() -> list[dict]:
     return json.loads(run_scv("agents", "ps", "--json").stdout)["delegations"]
 
 
+def scv_status() -> dict:
+    return json.loads(run_scv("status", "--json").stdout)
+
+
 # --- a conversation on one server ------------------------------------------------------------
 
 def test_two_turns_of_one_conversation_run_on_one_server_process(tmp_path, user_home, workspace, scv_home):
@@ -312,10 +316,12 @@ def test_agents_ps_shows_the_live_agent_and_kill_between_turns_ends_its_conversa
     pid = server_pid(server)
     assert (row["agent"], row["state"], row["pid"], row["conversation"], row["turn"]) == \
         ("claude", "idle", pid, "claude-1", 1)
+    assert (scv_status()["running"], scv_status()["idle"]) == (0, 1)
     client.request("turn.start", {"prompt": "second"})
     client.until("tool.progress", line="working slowly")
     [row] = delegations()
     assert (row["state"], row["turn"]) == ("running", 2)
+    assert (scv_status()["running"], scv_status()["idle"]) == (1, 0)
     client.request("turn.cancel")
     client.until("turn.failed")
     assert wait_for(lambda: [r["state"] for r in delegations()] == ["idle"], what="the agent to be idle again")
