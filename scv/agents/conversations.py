@@ -1,7 +1,7 @@
 """Conversations with delegated agents: SCV-issued handles (`codex-2`) over the CLIs' own session
 ids, which never reach the model. One turn at a time; at most `max_conversations` per session
 (starting another forgets the least recently used idle one) and none left unused for longer than
-`idle_seconds`. A live conversation leaves a marker in `$SCV_HOME/state/conversations`, named
+`idle_seconds` (a session offering a live agent forgets them on time: scv/agents/idle_reaper.py). A live conversation leaves a marker in `$SCV_HOME/state/conversations`, named
 after the CLI's session id, so `scv agents gc` keeps its transcript.
 
 A conversation on a live backend (an ACP server, a nested SCV) owns the live worker that serves
