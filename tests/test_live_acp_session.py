@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.conftest import result_json, run_scv, scv_env
+from tests.conftest import run_scv, scv_env
 from tests.delegation_fakes import gone, kill_scv_tree, records_in, tagged_with
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.fakes import wait_for, write_script
