@@ -55,13 +55,13 @@ class AgentPrivate(msgspec.Struct, tag="agent", frozen=True):
     """What an agent run tells the supervisor and never the model: the agent's own session id
     (a conversation continues with it), the directory it ran in, and whether the agent itself
     could run (False: missing, failed to start, signed out, or its provider refused; the
-    result then offers the other agents as a fallback), and for a live agent whether its
-    conversation ended with this call."""
+    result then offers the other agents as a fallback); a live agent also says when its
+    conversation cannot go on (its server was stopped or exited)."""
 
     vendor_session: str | None = None
     cwd: str | None = None
     available: bool | None = None
-    conversation_ended: bool | None = None      # a live agent's conversation cannot go on (its process is gone)
+    conversation_ended: bool | None = None
 
 
 class Result(msgspec.Struct, tag="result", frozen=True):

@@ -107,6 +107,11 @@ class Relay:
                     self.on_progress(line)
             case Message(message=ApprovalRequest() as ask):
                 approved = bool(self.on_approval is not None and self.on_approval(ask))
+                if not approved and self.state is RelayState.RUNNING:
+                    # A denial may be the cancel itself (a turn cancelled while its request waited):
+                    # the worker must hear of the cancel first, so it answers its agent "cancelled".
+                    for event in self.channel.wait(0):
+                        self._on(event)
                 self.channel.send(ApprovalAnswer(id=ask.id, approved=approved))
             case Stderr(chunk=chunk):
                 self.stderr += chunk

@@ -4,6 +4,7 @@ processes a delegated run tagged with SCV_PARENT. The generic helpers are in tes
 
 import json
 import os
+import signal
 from pathlib import Path
 
 import psutil
@@ -57,6 +58,19 @@ def records_in(home: Path) -> list[dict]:
     if not folder.is_dir():
         return []
     return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+
+
+def kill_scv_tree(scv_pid: int, handle: str) -> None:
+    """SIGKILLs an SCV process and every process it started (supervisor, fork point, workers) but
+    those tagged with the delegation `handle`, as a crash would: all are stopped before any is
+    killed, so none sees another die and cleans up first."""
+    tagged = {p.pid for p in tagged_with(handle)}
+    scv_tree = [p for p in psutil.Process(scv_pid).children(recursive=True) if p.pid not in tagged]
+    victims = [psutil.Process(scv_pid), *scv_tree]
+    for victim in victims:
+        victim.send_signal(signal.SIGSTOP)
+    for victim in victims:
+        victim.send_signal(signal.SIGKILL)
 
 
 def gone(pids: list[int]) -> bool:

@@ -80,6 +80,10 @@ class StdioClient:
         return self._take(lambda m: m.method == method and all(m.params.get(k) == v for k, v in match.items()),
                           timeout)
 
+    def first(self, wanted, timeout: float = 30) -> ServerMessage:
+        """The first message, in arrival order, that `wanted` accepts (others stay for later calls)."""
+        return self._take(wanted, timeout)
+
     def notifications(self, method: str) -> list[dict[str, Any]]:
         return [m.params for m in self.seen if m.method == method]
 

@@ -267,6 +267,24 @@ def test_a_busy_conversation_is_never_evicted(tmp_path):
     assert str(info.value).startswith("session busy")
 
 
+def test_the_next_expiry_and_a_turn_of_a_conversation_forgotten_meanwhile(tmp_path):
+    now = [0.0]
+    book = Conversations(4, 100, tmp_path / "m", clock=lambda: now[0])
+    assert book.seconds_to_expiry() == 100          # none idle: nothing is due sooner
+    kept = book.start("claude")
+    book.begin_turn(kept)
+    assert book.seconds_to_expiry() == 100          # a busy one never expires
+    assert book.end_turn(kept, "acp-session", "/ws")
+    now[0] = 30
+    assert book.seconds_to_expiry() == 70
+    now[0] = 101
+    assert book.seconds_to_expiry() == 0
+    book.expire()                                   # what the idle reaper does when it is due
+    with pytest.raises(RefusedError) as info:
+        book.begin_turn(kept)                       # the call got it before the reaper forgot it
+    assert "was forgotten" in str(info.value) and "omit session" in str(info.value)
+
+
 def test_claude_progress_lines():
     lines = []
     parser = ClaudeStreamParser(lines.append)

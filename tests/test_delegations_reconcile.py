@@ -14,7 +14,7 @@ import psutil
 from scv.delegations import processes, records
 from scv.delegations.reconcile import live_marker_ids, reconcile
 from tests.conftest import run_scv, scv_env
-from tests.delegation_fakes import fake_agent, records_in, tagged_with
+from tests.delegation_fakes import fake_agent, kill_scv_tree, records_in, tagged_with
 from tests.fakes import setup_fake_home, wait_for, write_script
 
 ESCAPING_AGENT = "setsid sleep 300 &\nsleep 300 &\nwait\n"
@@ -45,14 +45,7 @@ def test_sigkilled_scv_tree_leaves_orphans_the_next_exec_stops(tmp_path, monkeyp
         handle = record["handle"]
         wait_for(lambda: len(tagged_with(handle)) >= 3)
         # Every SCV process at once (supervisor, fork point, workers): nothing is left to clean up.
-        # All are stopped before any is killed, so none sees another die and cleans up first.
-        tagged = {p.pid for p in tagged_with(handle)}
-        scv_tree = [p for p in psutil.Process(proc.pid).children(recursive=True) if p.pid not in tagged]
-        victims = [psutil.Process(proc.pid), *scv_tree]
-        for victim in victims:
-            victim.send_signal(signal.SIGSTOP)
-        for victim in victims:
-            victim.send_signal(signal.SIGKILL)
+        kill_scv_tree(proc.pid, handle)
         proc.wait(10)
         time.sleep(0.3)
         assert len(tagged_with(handle)) >= 3, "the agent and its escapee outlive the SCV processes"

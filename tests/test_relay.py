@@ -49,6 +49,19 @@ def test_an_approval_request_without_a_gate_is_denied():
     assert channel.sent == [ApprovalAnswer(id="ask-2", approved=False)]
 
 
+def test_a_request_denied_because_the_call_was_cancelled_reaches_the_worker_after_the_cancel():
+    # The worker then answers its agent "cancelled" (an ACP permission request), not "rejected".
+    ask = ApprovalRequest(id="ask-3", tool="agent", risk="filesystem", summary="[claude-1 acp] edit a (edit)")
+
+    def cancelled_while_waiting(request):
+        clock.now = 2.0         # the person was still deciding when the cancel came at 1.0
+        return False
+    machine, channel, clock, _ = relay([(0.5, Message(ask)), (3.0, Message(DONE))], cancel_at=1.0,
+                                       on_approval=cancelled_while_waiting)
+    machine.run()
+    assert channel.sent == [Cancel(id="call-1"), ApprovalAnswer(id="ask-3", approved=False)]
+
+
 def test_a_worker_past_its_timeout_and_backstop_is_killed_then_waited_for():
     machine, channel, clock, kills = relay([], timeout=30.0)
     end = machine.run()

@@ -84,9 +84,9 @@ def test_approval_over_the_protocol(clients, workspace, tmp_path, approved):
     client.start(cwd=str(workspace))
     client.request("turn.start", {"prompt": "write it"})
     asked = client.until("approval.requested")
-    assert set(asked.params) == {"id", "tool", "risk", "summary", "workspace", "turn_id"}
-    assert asked.params["tool"] == "write" and asked.params["risk"] == "filesystem"
+    assert set(asked.params) == {"id", "tool", "risk", "summary", "turn_id", "workspace"}
     assert asked.params["workspace"] == str(workspace)
+    assert asked.params["tool"] == "write" and asked.params["risk"] == "filesystem"
     assert "made.txt" in asked.params["summary"]
     client.request("approval.resolve", {"id": asked.params["id"], "approved": approved})
     done = client.until("turn.completed")

@@ -83,6 +83,20 @@ def serve(in_fd: int, out_fd: int) -> int:
             os.close(fd)
 
 
+# What a live agent's result carries for the supervisor only, under these keys; never the model's.
+PRIVATE_KEYS = {"_vendor_session": "vendor_session", "_cwd": "cwd", "_available": "available",
+                "_conversation_ended": "conversation_ended"}
+
+
+def private_part(result: Result) -> Result:
+    """The result with the agent's private keys moved into its typed private part."""
+    value = dict(result.value)
+    private = {name: value.pop(key) for key, name in PRIVATE_KEYS.items() if key in value}
+    if not private:
+        return result
+    return Result(ok=result.ok, value=value, private=AgentPrivate(**private))
+
+
 def _input_ready(in_fd: int, stop_r: int, agent: LiveAgent | None) -> bool:
     """Blocks until the input or the stop pipe is readable (True) or an idle descriptor is (False)."""
     sel = selectors.DefaultSelector()
@@ -125,7 +139,7 @@ def _start(call: Call, token: CancelToken, out_fd: int) -> tuple[LiveAgent | Non
         result = run_guarded(call, first_turn)
     finally:
         os.close(ctx.workspace_fd)
-    return (started[0] if started else None), _private_part(result)
+    return (started[0] if started else None), private_part(result)
 
 
 def _turn(agent: LiveAgent, call: Call, token: CancelToken, out_fd: int) -> Result:
@@ -133,20 +147,6 @@ def _turn(agent: LiveAgent, call: Call, token: CancelToken, out_fd: int) -> Resu
     if isinstance(ctx, Result):
         return ctx
     try:
-        return _private_part(run_guarded(call, lambda: agent.turn(call.args, ctx)))
+        return private_part(run_guarded(call, lambda: agent.turn(call.args, ctx)))
     finally:
         os.close(ctx.workspace_fd)
-
-
-# A live agent's result names the supervisor's part in these fields; they never reach the model.
-PRIVATE_FIELDS = {"_vendor_session": "vendor_session", "_cwd": "cwd", "_available": "available",
-                  "_conversation_ended": "conversation_ended"}
-
-
-def _private_part(result: Result) -> Result:
-    """The result with its `_`-prefixed fields moved into its private part (AgentPrivate)."""
-    if result.private is not None or not any(key in result.value for key in PRIVATE_FIELDS):
-        return result
-    value = dict(result.value)
-    private = {name: value.pop(key) for key, name in PRIVATE_FIELDS.items() if key in value}
-    return Result(ok=result.ok, value=value, private=AgentPrivate(**private))

@@ -1,7 +1,7 @@
 """Conversations with delegated agents: SCV-issued handles (`codex-2`) over the CLIs' own session
 ids, which never reach the model. One turn at a time; at most `max_conversations` per session
 (starting another forgets the least recently used idle one) and none left unused for longer than
-`idle_seconds`. A live conversation leaves a marker in `$SCV_HOME/state/conversations`, named
+`idle_seconds` (a session offering a live agent forgets them on time: scv/agents/idle_reaper.py). A live conversation leaves a marker in `$SCV_HOME/state/conversations`, named
 after the CLI's session id, so `scv agents gc` keeps its transcript.
 
 A conversation on a live backend (an ACP server, a nested SCV) owns the live worker that serves
@@ -14,10 +14,12 @@ NEW ──begin_turn──▶ BUSY ──end_turn──▶ IDLE ──begin_turn
 """
 
 import enum
+import functools
 import json
 import os
 import re
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,9 +90,19 @@ def write_marker(folder: Path, vendor_id: str, handle: str, agent: str) -> Path 
     return folder / vendor_id
 
 
+def _locked(method):
+    """One change at a time: the session's turns, its jobs' threads and the idle reaper share the book."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return wrapper
+
+
 class Conversations:
     def __init__(self, max_conversations: int, idle_seconds: float, markers: Path,
                  clock: Callable[[], float] = time.monotonic):
+        self._lock = threading.RLock()
         self.max = max_conversations
         self.idle_seconds = idle_seconds
         self.markers = markers
@@ -99,10 +111,12 @@ class Conversations:
         self._counters: dict[str, int] = {}
         self.closed = False
 
+    @_locked
     def knows(self, handle: str) -> bool:
         self.expire()
         return handle in self._by_handle
 
+    @_locked
     def get(self, handle: str) -> Conversation:
         self.expire()
         conversation = self._by_handle.get(handle)
@@ -111,6 +125,7 @@ class Conversations:
                                "forgotten); omit session to start a new conversation")
         return conversation
 
+    @_locked
     def start(self, agent: str) -> Conversation:
         """A new conversation, not yet confirmed: `confirm` or `forget` it after its first turn."""
         self.expire()
@@ -126,13 +141,19 @@ class Conversations:
         self._by_handle[conversation.handle] = conversation
         return conversation
 
+    @_locked
     def begin_turn(self, conversation: Conversation) -> None:
         if conversation.busy:
             raise RefusedError(f"session busy: conversation {conversation.handle} is running a turn; wait for its "
                                "result, or omit session to start a new conversation")
+        if conversation.state is ConversationState.FORGOTTEN:
+            raise RefusedError(f"conversation {conversation.handle} was forgotten (unused for longer than "
+                               "agent.conversation_idle_seconds, or the session is ending); omit session to start "
+                               "a new conversation")
         conversation.move(ConversationState.BUSY)    # NEW/IDLE -> BUSY
         conversation.last_used = self.clock()
 
+    @_locked
     def end_turn(self, conversation: Conversation, vendor_id: str | None, cwd: str | None) -> bool:
         """Records a finished turn; returns False when the conversation was forgotten because its
         first turn ended before the CLI reported a session."""
@@ -153,6 +174,7 @@ class Conversations:
         conversation.move(ConversationState.IDLE)    # BUSY -> IDLE
         return True
 
+    @_locked
     def forget(self, handle: str) -> None:
         conversation = self._by_handle.pop(handle, None)
         if conversation is None:
@@ -166,12 +188,22 @@ class Conversations:
             except FileNotFoundError:
                 pass
 
+    @_locked
     def expire(self) -> None:
         now = self.clock()
         for conversation in list(self._by_handle.values()):
             if not conversation.busy and now - conversation.last_used > self.idle_seconds:
                 self.forget(conversation.handle)
 
+    @_locked
+    def seconds_to_expiry(self) -> float:
+        """How long until the next idle conversation expires (idle_seconds when none is idle: one that
+        becomes idle later expires later than that)."""
+        now = self.clock()
+        due = [c.last_used + self.idle_seconds - now for c in self._by_handle.values() if not c.busy]
+        return max(0.0, min(due, default=self.idle_seconds))
+
+    @_locked
     def close(self) -> None:
         """The SCV session ends: its handles end with it, and so do their markers."""
         self.closed = True

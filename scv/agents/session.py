@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from scv.agents.conversations import Conversations
+from scv.agents.idle_reaper import IdleReaper
 from scv.agents.offered import OfferedAgent, discover
+from scv.agents.transport import LIVE_BACKENDS
 from scv.config import Config
 
 
@@ -18,14 +20,20 @@ class AgentSession:
     session_id: str = field(default_factory=lambda: f"s-{secrets.token_hex(4)}")
     # Which backend runs an offered agent (None: its CLI once per turn); tests put a fake here.
     choose_backend: Callable[[OfferedAgent], Any] | None = None
+    reaper: IdleReaper | None = None    # when a live agent is offered: its idle servers stop on time
 
     def close(self) -> None:
         """Handles end with the SCV session, and so do their live workers."""
+        if self.reaper is not None:
+            self.reaper.close()
         self.conversations.close()
 
 
 def open_agent_session(config: Config, home: Path, environ: dict[str, str] | None = None) -> AgentSession:
     settings = config.agent
-    return AgentSession(offered=discover(environ, home=home, settings=config.agents),
-                        conversations=Conversations(settings.max_conversations, settings.conversation_idle_seconds,
-                                                    home / "state" / "conversations"))
+    offered = discover(environ, home=home, settings=config.agents)
+    conversations = Conversations(settings.max_conversations, settings.conversation_idle_seconds,
+                                  home / "state" / "conversations")
+    live = any(agent.transport in LIVE_BACKENDS for agent in offered.values())
+    return AgentSession(offered=offered, conversations=conversations,
+                        reaper=IdleReaper(conversations) if live else None)

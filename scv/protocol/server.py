@@ -135,7 +135,7 @@ class StdioServer:
             # Registered before the client can see the id, so a fast answer finds it.
             with self._state:
                 self._approvals[params["id"]] = _Approval()
-            params = {k: params[k] for k in ("id", "tool", "risk", "summary", "workspace", "turn_id")}
+            params = {k: params[k] for k in ("id", "tool", "risk", "summary", "turn_id", "workspace")}
         elif name == ev.APPROVAL_RESOLVED:
             with self._state:
                 self._approvals.pop(params["id"], None)     # a late approval.resolve gets an error

@@ -217,7 +217,8 @@ class AgentTool(ToolSpec):
                 # BUSY -> IDLE, or forgotten (a first turn that reported no session, a live worker gone).
                 kept = conversations.end_turn(conversation, private.vendor_session if private else None,
                                               private.cwd if private else None)
-                if kept and conversation.live is not None and not conversation.live.alive():
+                ended = private is not None and bool(private.conversation_ended)
+                if kept and conversation.live is not None and (ended or not conversation.live.alive()):
                     conversations.forget(conversation.handle)
                     kept = False
         value = dict(result.value)

@@ -44,6 +44,8 @@ class Ended(Exception):
 class LiveConversation(abc.ABC):
     """The process and record side of a live agent; subclasses speak its protocol."""
 
+    session: str | None = None      # the agent's own session, once its handshake made one
+
     def __init__(self, args: dict[str, Any], ctx: WorkerContext, extra_env: dict[str, str] | None = None):
         self.name = args["agent"]
         self.descriptor: Descriptor = DESCRIPTORS[self.name]
@@ -113,6 +115,8 @@ class LiveConversation(abc.ABC):
             fields["hint"] = ended.hint
         if not ended.keep:
             fields["_conversation_ended"] = True
+        elif self.session is not None:
+            fields["_vendor_session"] = self.session    # a cancelled first turn keeps its conversation too
         if delegation_records.KEEPER.killed and ended.status != "completed":
             fields["status"] = "cancelled"
             return ToolFailure(f"{self.name} was stopped by scv agents kill", **fields)
@@ -143,6 +147,10 @@ class LiveConversation(abc.ABC):
             throttle.flush()
 
     def begin_turn(self, args: dict[str, Any]) -> None:
+        if self.proc.alive:
+            # What it did since the last turn, and whether it still runs: a call that arrives as the
+            # process exits (scv agents kill) must find it gone, not lose it mid-prompt.
+            self.on_idle()
         if not self.proc.alive:
             raise ToolFailure(f"{self.handle} cannot continue: its server exited ({self.proc.exit_text()}); start a "
                               "new conversation (omit session)", **self.blank(), _available=False,

@@ -46,7 +46,8 @@ class LiveBackend(AgentBackend):
             result = launch.live(conversation.live, message)
         except WorkerLost:
             return server_exited(call, conversation)
-        if result.private is not None and result.private.conversation_ended:
-            # OPEN -> CLOSED: its agent is gone, so the tool forgets the conversation.
-            conversation.live.close()
+        if result.private is None and conversation.turns and not conversation.live.alive():
+            # No answer of the live agent's: its worker ended as the call reached it (the server had
+            # exited between turns, and the worker with it).
+            return server_exited(call, conversation)
         return result
