@@ -7,17 +7,15 @@ import sys
 import click
 import msgspec
 
-from scv.agents.session import open_agent_session
 from scv.approval import choose_approver
 from scv.calls import ToolRunner
 from scv.cancellation import Cancellation
 from scv.commands.common import load_context, workspace_option
 from scv.config import scv_home
 from scv.errors import RefusedError, ScvError, interrupted_exit
-from scv.sandbox.report import sandbox_section
 from scv.supervisor import Supervisor
-from scv.tools.registry import build_registry
-from scv.tools.services import Services, open_services
+from scv.tools.registry import BUILTIN_SPECS, build_registry, spec_class
+from scv.tools.services import Services
 
 
 def _emit(value: dict) -> None:
@@ -42,21 +40,22 @@ def tool_command(name: str, args_json: str | None, workspace: str | None, auto_a
     if args_json is None:
         args_json = "{}" if stdin_is_terminal else sys.stdin.read()
         stdin_is_terminal = False
+    # The fork point starts first, so that it loads the tool's executor while this process
+    # loads the configuration; only the tool asked for is imported, agents only if it uses them.
+    preload = [spec_class(name).executor.partition(":")[0]] if name in BUILTIN_SPECS else []
     try:
-        ctx = load_context(workspace)
-        agents = open_agent_session(ctx.config, scv_home())
-        registry = build_registry(ctx, Services(agents=agents))
-        spec = registry.get(name)
-        supervisor = Supervisor(preload=[spec.executor.partition(":")[0]])
-        with supervisor:
-            runner = ToolRunner(supervisor, registry, ctx, choose_approver(auto_approve, stdin_is_terminal))
-            prepared = runner.prepare(name, args_json)
-            runner.approve(prepared)
-            with _cancelled_by_signals() as (cancel, stopped_by):
-                try:
+        with Supervisor(preload=preload) as supervisor:
+            ctx = load_context(workspace)
+            services = Services(open_agents=lambda: _open_agents(ctx))
+            try:
+                runner = ToolRunner(supervisor, build_registry(ctx, services), ctx,
+                                    choose_approver(auto_approve, stdin_is_terminal))
+                prepared = runner.prepare(name, args_json)
+                runner.approve(prepared)
+                with _cancelled_by_signals() as (cancel, stopped_by):
                     result = runner.run(prepared, cancel=cancel)
-                finally:
-                    agents.close()
+            finally:
+                services.close_opened_agents()
     except ScvError as err:
         _emit({"error": str(err)})
         click.echo(f"scv: {err}", err=True)
@@ -65,6 +64,11 @@ def tool_command(name: str, args_json: str | None, workspace: str | None, auto_a
     if stopped_by:
         sys.exit(interrupted_exit(stopped_by[0]))
     sys.exit(0 if result.ok else 1)
+
+
+def _open_agents(ctx):
+    from scv.agents.session import open_agent_session
+    return open_agent_session(ctx.config, scv_home())
 
 
 @contextlib.contextmanager
@@ -91,12 +95,14 @@ def _cancelled_by_signals():
 @click.option("--json", "as_json", is_flag=True, help="Print the tools as JSON, with their schemas.")
 def tools_command(workspace: str | None, as_json: bool) -> None:
     """List the tools with their risk (and, with --json, their JSON Schema)."""
+    from scv.sandbox.report import sandbox_section
+    from scv.tools.services import open_services
     try:
         ctx = load_context(workspace)
         # What a session here would offer, jobs included.
         services = open_services(ctx.config, scv_home())
         described = [spec.describe(ctx) for spec in build_registry(ctx, services)]
-        services.agents.close()
+        services.close_opened_agents()
         sandbox = sandbox_section(ctx.config) if as_json else None
     except ScvError as err:
         if not as_json:
