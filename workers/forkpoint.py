@@ -17,6 +17,7 @@ import faulthandler
 import gc
 import importlib
 import os
+import select
 import selectors
 import signal
 import socket
@@ -24,7 +25,7 @@ import socket
 from scv import stopping
 from scv.messages import Exited, Spawned, SpawnFailed, decode_spawn, encode
 from scv.oscalls import REAL
-from workers import live_runtime, runtime
+from workers import runtime
 
 PR_SET_CHILD_SUBREAPER = 36
 MAX_PACKET = 65536
@@ -88,6 +89,9 @@ def _run_spare(sock: socket.socket, close_in_child: list) -> None:
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
         resource.setrlimit(resource.RLIMIT_AS, (request.memory_bytes, hard))
         if request.kind == "live":
+            # Preloaded by a session's supervisor (scv.tools.registry.WORKER_MODULES); a single
+            # `scv tool` call never starts one, so its fork point does not load it.
+            from workers import live_runtime
             code = live_runtime.serve(in_fd, out_fd)
         else:
             code = runtime.main(in_fd, out_fd)
@@ -173,7 +177,7 @@ def serve(sock: socket.socket, preload: list[str]) -> None:
             if not payload:
                 if spare is not None:
                     spare.sock.close()
-                _shutdown(children, reap)
+                _shutdown(children, reap, wake_r)
                 return
             request = decode_spawn(payload)
             outcome = hand_over(payload, fds, request.call_id)
@@ -188,8 +192,16 @@ def serve(sock: socket.socket, preload: list[str]) -> None:
         reap()
 
 
-def _shutdown(children: dict[int, str | None], reap) -> None:
+def _shutdown(children: dict[int, str | None], reap, wake_r: int) -> None:
+    def until_a_child_exits(seconds: float) -> None:
+        # SIGCHLD writes to the wake-up pipe: the shutdown ends when the last worker does.
+        if select.select([wake_r], [], [], seconds)[0]:
+            try:
+                os.read(wake_r, 4096)
+            except BlockingIOError:
+                pass
+
     # SERVING -> STOPPING: workers take TERM as cancellation and stop their own processes first;
     # whatever has not exited within a cancelled call's bound gets KILL.
     stopping.stop(REAL, group=None, find=lambda: list(children), immediate=False,
-                  grace=stopping.CANCEL_BOUND_SECONDS, reap=reap)
+                  grace=stopping.CANCEL_BOUND_SECONDS, reap=reap, pause=until_a_child_exits)
