@@ -22,6 +22,8 @@ def main() -> None:
         (ws / "ok.txt").write_text("a short file\n")
         # A home of its own: no user configuration, and agent discovery finds the same every time.
         env = dict(os.environ, SCV_HOME=str(Path(tmp) / "home"))
+        # Measure what a checkout or an installed copy runs: compiled bytecode, written once.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         wrapper = str(ROOT / "bin" / "scv")
         commands = {
             "python -c pass": [sys.executable, "-c", "pass"],
