@@ -4,8 +4,9 @@ or, when the spec says so, as a background job that the runner starts and return
 Calls of one runner run one at a time; a job runs through a runner of its own."""
 
 import threading
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
+
+import msgspec
 
 from scv.approval import Approver, check_approval
 from scv.cancellation import Cancellation
@@ -21,16 +22,14 @@ if TYPE_CHECKING:       # a single `scv tool` call imports neither the job table
     from scv.live_worker import LiveWorker
 
 
-@dataclass(frozen=True)
-class PreparedCall:
+class PreparedCall(msgspec.Struct, frozen=True):
     spec: ToolSpec
     call: Any               # the spec's per-call object (what `prepare` returned)
     risk: Risk
     summary: str
 
 
-@dataclass
-class CallLaunch:
+class CallLaunch(msgspec.Struct):
     """One approved call's way to workers (the `Launch` of scv/tools/base.py)."""
 
     supervisor: Supervisor

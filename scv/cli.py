@@ -82,7 +82,7 @@ class ScvGroup(click.Group):
 # Every subcommand, by name: "module:attribute". Add new commands here.
 COMMANDS = {
     "tool": "scv.commands.tool:tool_command",
-    "tools": "scv.commands.tool:tools_command",
+    "tools": "scv.commands.tools:tools_command",
     "exec": "scv.commands.exec:exec_command",
     "server": "scv.commands.server:server_command",
     "agents": "scv.commands.agents:agents_command",
@@ -93,7 +93,7 @@ COMMANDS = {
     "sandbox": "scv.commands.sandbox:sandbox_command",
 }
 # What `scv --help` says of each, without importing it: the first sentence of its docstring
-# (tests/test_cli_help.py checks they agree).
+# (tests/test_cli_startup.py checks they agree).
 COMMAND_HELP = {
     "tool": "Run one tool call and print its result as one JSON object.",
     "tools": "List the tools with their risk (and, with --json, their JSON Schema).",

@@ -15,8 +15,9 @@ import socket
 import sys
 import threading
 import uuid
-from dataclasses import dataclass, field
 from typing import Callable
+
+import msgspec
 
 from scv import stopping
 from scv.cancellation import Cancellation
@@ -34,15 +35,14 @@ PR_SET_CHILD_SUBREAPER = 36
 ONE_CALL, LIVE = "call", "live"     # the two kinds of worker the fork point starts
 
 
-@dataclass
-class Worker:
+class Worker(msgspec.Struct):
     """One forked worker as the fork point reports it: its pid once spawned, its wait status
     once it exited, or why it could not be started."""
     pid: int | None = None
     status: int | None = None
     error: str | None = None
-    spawned: threading.Event = field(default_factory=threading.Event)
-    exited: threading.Event = field(default_factory=threading.Event)
+    spawned: threading.Event = msgspec.field(default_factory=threading.Event)
+    exited: threading.Event = msgspec.field(default_factory=threading.Event)
 
 
 def describe_status(status: int | None) -> str:

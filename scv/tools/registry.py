@@ -1,6 +1,6 @@
 """The one place tools are registered.
 
-Built-in tools are listed by name and where their spec lives; a registry imports a spec only
+Built-in tools are listed by name in scv/tools/catalog.py; a registry imports a spec only
 when the tool is first asked for, so a command that runs one `read` never imports the agent,
 web or job code. Listing every tool (a session's schema, `scv tools`) imports them all.
 """
@@ -10,31 +10,13 @@ from typing import Iterator
 
 from scv.errors import RefusedError
 from scv.tools.base import ToolContext, ToolSpec
+from scv.tools.catalog import BUILTIN_SPECS, WORKER_MODULES
 from scv.tools.services import Services
-
-# Every built-in tool: name -> "module:Class", in the order a session offers them.
-BUILTIN_SPECS: dict[str, str] = {
-    "read": "scv.tools.read:ReadTool",
-    "write": "scv.tools.write:WriteTool",
-    "bash": "scv.tools.bash:BashTool",
-    "web_fetch": "scv.tools.web_fetch:WebFetchTool",
-    "web_search": "scv.tools.web_search:WebSearchTool",
-    "agent": "scv.tools.agent:AgentTool",
-    "agent_wait": "scv.tools.agent_wait:AgentWaitTool",
-    "agent_status": "scv.tools.agent_status:AgentStatusTool",
-    "agent_cancel": "scv.tools.agent_cancel:AgentCancelTool",
-    "read_skill": "scv.tools.read_skill:ReadSkillTool",
-    "chat_attach": "scv.tools.chat_attach:ChatAttachTool",
-    "chat_history": "scv.tools.chat_history:ChatHistoryTool",
-    "chat_keep": "scv.tools.chat_keep:ChatKeepTool",
-}
-# What a worker needs beside the executors: the live worker's loop (a session's agent tool).
-WORKER_MODULES = ("workers.live_runtime",)
 
 
 def spec_class(name: str) -> type[ToolSpec]:
     """The built-in tool `name`'s spec class, imported now (KeyError: no such built-in tool)."""
-    module_name, _, attribute = BUILTIN_SPECS[name].partition(":")
+    module_name, _, attribute = BUILTIN_SPECS[name][0].partition(":")
     return getattr(importlib.import_module(module_name), attribute)
 
 
@@ -97,4 +79,4 @@ def build_registry(ctx: ToolContext, services: Services | None = None) -> Regist
 def executor_modules() -> list[str]:
     """What the fork point preloads for a session: every built-in tool's executor module and
     the live worker's loop."""
-    return sorted({spec.executor.partition(":")[0] for spec in builtin_classes()} | set(WORKER_MODULES))
+    return sorted({executor for _, executor in BUILTIN_SPECS.values()} | set(WORKER_MODULES))
