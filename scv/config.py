@@ -7,7 +7,6 @@ network.
 
 import os
 import re
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -101,13 +100,14 @@ def read_config_file(path: Path) -> dict[str, Any]:
     """A config file's tables as TOML gives them ({} when there is none); raises ConfigError."""
     try:
         with open(path, "rb") as fh:
+            import tomllib      # only once there is a file to read: many runs have none
             return tomllib.load(fh)
     except FileNotFoundError:
         return {}
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML ({exc}); fix the file") from None
     except OSError as exc:
         raise ConfigError(f"{path} cannot be read ({exc.strerror}); check its permissions") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML ({exc}); fix the file") from None
 
 
 _AT = re.compile(r" - at `\$\.?(?P<at>[^`]*)`$")

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from scv.skills.front_matter import MAX_HEAD_BYTES, FrontMatterError, parse
 
 WORKSPACE_PROJECT = "workspace"     # how the workspace's own skills are named: workspace:<name>
 PROJECT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -124,6 +123,7 @@ def skill_roots(workspace: Path, home: Path, user_home: Path | None, *, project:
 
 
 def _read_head(path: Path) -> bytes:
+    from scv.skills.front_matter import MAX_HEAD_BYTES, FrontMatterError
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -151,6 +151,8 @@ def _skill_in(root: Root, canonical_root: Path, root_id: tuple[int, int], name: 
     except OSError:
         warn(f"skill folder {folder} skipped: it has no SKILL.md")
         return None
+    # Loaded once there is a SKILL.md to read: most workspaces have no skills.
+    from scv.skills.front_matter import FrontMatterError, parse
     try:
         if stat.S_ISLNK(info.st_mode):
             raise FrontMatterError("its SKILL.md is a symbolic link")

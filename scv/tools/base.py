@@ -16,7 +16,6 @@ keeps hidden state between calls.
 """
 
 import abc
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,5 +208,8 @@ def set_maximum(schema: dict[str, Any], field: str, maximum: int) -> None:
 
 def short(text: str, limit: int = 400) -> str:
     """A bounded, single-line rendering of a value for approval summaries."""
-    flat = json.dumps(text)[1:-1] if ("\n" in text or "\r" in text) else text
+    if "\n" in text or "\r" in text:
+        import json     # only for a summary that has line breaks to escape
+        text = json.dumps(text)[1:-1]
+    flat = text
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
