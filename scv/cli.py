@@ -1,5 +1,6 @@
 """The `scv` command: a click group; each subcommand lives in its own module under scv/commands."""
 
+import gc
 import importlib
 import os
 import sys
@@ -69,6 +70,7 @@ class ScvGroup(click.Group):
     def resolve_command(self, ctx: click.Context, args: list[str]):
         name, command, rest = super().resolve_command(ctx, args)
         self.ran = name
+        gc.enable()     # off during start-up (scv/__main__.py); the command runs with it
         return name, command, rest
 
     def invoke(self, ctx: click.Context):

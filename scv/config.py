@@ -15,7 +15,6 @@ from msgspec import Meta
 
 from scv.agents.settings import AgentConfig, AgentSettings, SandboxMode, check_agent_settings
 from scv.errors import ConfigError
-from scv.sandbox.policy import STRICTNESS
 from scv.web.config import WebConfig
 
 PositiveInt = Annotated[int, Meta(ge=1)]
@@ -159,6 +158,7 @@ def _check_project_keys(data: dict[str, Any], path: Path, user: dict[str, Any]) 
             if (section, key) == ("tools", "approval_policy") and value != "never":
                 raise ConfigError(f"{path}: a project config may only tighten tools.approval_policy to \"never\"")
             if (section, key) == ("tools", "sandbox"):
+                from scv.sandbox.policy import STRICTNESS     # the sandbox's rules, only for this key
                 ours = user_tools.get("sandbox", "off")
                 if value in STRICTNESS and STRICTNESS.get(ours, 0) > STRICTNESS[value]:
                     raise ConfigError(f"{path}: a project config may only tighten tools.sandbox (the user's is "

@@ -58,9 +58,10 @@ def describe_status(status: int | None) -> str:
 
 
 class Supervisor:
-    """Owns the fork point. Create it before the process starts any thread."""
+    """Owns the fork point. Create it before the process starts any thread. `refill_spare`
+    False: a command that runs one call; no spare is forked to wait for a next one."""
 
-    def __init__(self, preload: list[str], ops: ProcessOps = REAL):
+    def __init__(self, preload: list[str], ops: ProcessOps = REAL, *, refill_spare: bool = True):
         self.instance = f"scv-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._ops = ops
         self._ids = itertools.count(1)
@@ -73,7 +74,7 @@ class Supervisor:
             try:
                 self._sock.close()
                 from workers import forkpoint       # the one place scv/ reaches into workers/
-                forkpoint.serve(child, preload)
+                forkpoint.serve(child, preload, refill_spare)
             except BaseException:
                 code = 70
             os._exit(code)

@@ -104,8 +104,9 @@ def _run_spare(sock: socket.socket, close_in_child: list) -> None:
     os._exit(code)
 
 
-def serve(sock: socket.socket, preload: list[str]) -> None:
-    """The fork point's loop; returns when the supervisor has gone and the workers are stopped."""
+def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True) -> None:
+    """The fork point's loop; returns when the supervisor has gone and the workers are stopped.
+    Without `refill_spare` a call after the first forks its worker when it comes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.setpgid(0, 0)
     for name in preload:
@@ -187,7 +188,7 @@ def serve(sock: socket.socket, preload: list[str]) -> None:
                 sock.send(encode(Spawned(call_id=request.call_id, pid=outcome)))
             else:
                 sock.send(encode(SpawnFailed(call_id=request.call_id, error=outcome)))
-            if spare is None:
+            if spare is None and refill_spare:
                 spare = new_spare()     # ready for the next call, off this call's path
         reap()
 

@@ -3,18 +3,12 @@
 import sys
 
 import click
-import msgspec
 
 from scv.commands.options import workspace_option
+from scv.commands.output import emit_json
 from scv.errors import RefusedError, ScvError, interrupted_exit
 from scv.supervisor import Supervisor
 from scv.tools.catalog import executor_module
-
-
-def emit_json(value: dict) -> None:
-    """One JSON object on one line of stdout (a result, or a refusal's sentence)."""
-    sys.stdout.buffer.write(msgspec.json.encode(value) + b"\n")
-    sys.stdout.flush()
 
 
 @click.command("tool")
@@ -37,7 +31,7 @@ def tool_command(name: str, args_json: str | None, workspace: str | None, auto_a
     try:
         # The fork point starts first and loads the tool's executor while this process loads the
         # rest of the call's path (the configuration, the one tool's spec): side by side.
-        with Supervisor(preload=executor_module(name)) as supervisor:
+        with Supervisor(preload=executor_module(name), refill_spare=False) as supervisor:
             from scv.commands.tool_call import run_call
             result, stopped_by = run_call(supervisor, name, args_json, workspace, auto_approve, stdin_is_terminal)
     except ScvError as err:

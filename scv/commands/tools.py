@@ -5,10 +5,9 @@ import sys
 import click
 
 from scv.commands.common import load_context, workspace_option
-from scv.commands.tool import emit_json
+from scv.commands.output import emit_json
 from scv.config import scv_home
 from scv.errors import ScvError
-from scv.sandbox.report import sandbox_section
 from scv.tools.registry import build_registry
 from scv.tools.services import open_services
 
@@ -24,7 +23,10 @@ def tools_command(workspace: str | None, as_json: bool) -> None:
         services = open_services(ctx.config, scv_home())
         described = [spec.describe(ctx) for spec in build_registry(ctx, services)]
         services.close_opened_agents()
-        sandbox = sandbox_section(ctx.config) if as_json else None
+        sandbox = None
+        if as_json:
+            from scv.sandbox.report import sandbox_section     # what this kernel supports: --json only
+            sandbox = sandbox_section(ctx.config)
     except ScvError as err:
         if not as_json:
             raise

@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.benchmarks.common import line, timed
 
 ROOT = Path(__file__).resolve().parents[2]
-ROUNDS = 15
+ROUNDS = 21
 
 
 def main() -> None:
