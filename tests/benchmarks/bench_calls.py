@@ -3,6 +3,7 @@ turn loop does, back to back as a turn with many small reads makes them) against
 bare os.fork request/reply over a pipe, in the same process. A traced run of the same call then
 splits its time into its parts so the next step is visible."""
 
+import os
 import statistics
 import tempfile
 import time
@@ -20,10 +21,14 @@ from scv.tools.base import ToolContext
 from scv.tools.registry import executor_modules
 from tests.benchmarks.bench_supervisor import bare_fork_round_trip
 from tests.benchmarks.common import interleaved, line
+from workers.cancel_token import CancelToken
+from workers.read import execute as read_execute
+from workers.runtime import WorkerContext
 
 BATCH = 5           # calls per timed round, back to back
 ROUNDS = 60
 TRACED = 200
+TRACES: list[dict] = []
 
 
 class CountingChannel:
@@ -45,9 +50,7 @@ class CountingChannel:
 
 
 class TracedLaunch(CallLaunch):
-    """Runs the message as `Supervisor.run` does, timing each step."""
-
-    traces: list[dict] = []
+    """Runs the message as `Supervisor.run` does, timing each step (into TRACES)."""
 
     def fresh(self, message, cancel=None) -> Result:
         sup = self.supervisor
@@ -62,7 +65,7 @@ class TracedLaunch(CallLaunch):
         channel.close()
         result = sup.finish(message, worker, end)
         trace["done"] = time.perf_counter()
-        self.traces.append(trace)
+        TRACES.append(trace)
         return result
 
 
@@ -76,6 +79,21 @@ def hand_off_round_trip(sup: Supervisor) -> float:
     channel.close()         # the worker reads EOF and exits without a call
     worker.exited.wait(5)
     return took
+
+
+def executor_alone(message, workspace: Path) -> float:
+    """The read executor's own time for the same call, run in this process."""
+    fd = os.open(workspace, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        ctx = WorkerContext(call=message, workspace_fd=fd, token=CancelToken(None), out_fd=-1)
+        runs = []
+        for _ in range(200):
+            started = time.perf_counter()
+            read_execute(message.args, ctx)
+            runs.append(time.perf_counter() - started)
+        return statistics.median(runs)
+    finally:
+        os.close(fd)
 
 
 def main() -> None:
@@ -123,7 +141,10 @@ def main() -> None:
             for _ in range(TRACED):
                 launch = TracedLaunch(sup, spec, prepared.call, ctx, cancel, None, None)
                 assert spec.run(prepared.call, ctx, launch).ok
-            traces = TracedLaunch.traces[20:]
+            traces = TRACES[20:]
+            message = CallLaunch(sup, spec, prepared.call, ctx, None, None, None).message(
+                spec.executor, spec.worker_args(prepared.call, ctx))
+            executor = executor_alone(message, ws)
             hand_offs = []
             for _ in range(30):
                 hand_offs.append(hand_off_round_trip(sup))
@@ -137,19 +158,22 @@ def main() -> None:
             decode_from_worker(payload)
             decode_times.append(time.perf_counter() - started)
 
-    def part(label: str, start: str, end: str) -> None:
-        took = statistics.median(t[end] - t[start] for t in traces if end in t)
-        line(f"  {label}", f"{took * 1e3:.3f} ms")
+    def part(start: str, end: str) -> float:
+        return statistics.median(t[end] - t[start] for t in traces if end in t)
 
     whole = statistics.median(t["done"] - t["start"] for t in traces)
+    hand_off, decode = statistics.median(hand_offs), statistics.median(decode_times)
+    in_worker = part("spawn_sent", "result_at")
     line(f"traced call, {len(traces)} back to back (median)", f"{whole * 1e3:.3f} ms")
-    part("encode the Call and frame it", "start", "encoded")
-    part("spawn request: pipes, early write, Spawn + fds to the fork point", "encoded", "spawn_sent")
-    part("hand-off, worker start, executor, reply written and seen", "spawn_sent", "result_at")
-    part("relay after the reply (its end, stderr, state)", "result_at", "relayed")
-    part("close the channel, finish the result", "relayed", "done")
-    line("  of which: fork point hand-off alone (Spawn -> Spawned, median)",
-         f"{statistics.median(hand_offs) * 1e3:.3f} ms")
-    line("  of which: reply decode alone (2 KB Result, median)", f"{statistics.median(decode_times) * 1e3:.3f} ms")
-    line("  relay wake-ups per call (median; plus Spawned and Exited on the reader thread)",
-         f"{statistics.median(t['wakeups'] for t in traces):.0f}")
+    line("  encode the Call and frame it", f"{part('start', 'encoded') * 1e3:.3f} ms")
+    line("  spawn request: pipes, early write, Spawn + fds to the fork point",
+         f"{part('encoded', 'spawn_sent') * 1e3:.3f} ms")
+    line("  Spawn sent -> reply seen by the relay, of which:", f"{in_worker * 1e3:.3f} ms")
+    line("    fork point hand-off (Spawn -> Spawned, measured alone)", f"{hand_off * 1e3:.3f} ms")
+    line("    the read executor itself (measured alone, in process)", f"{executor * 1e3:.3f} ms")
+    line("    worker start and reply write (the rest)", f"{(in_worker - hand_off - executor) * 1e3:.3f} ms")
+    line("  reply decode (2 KB Result, measured alone)", f"{decode * 1e3:.3f} ms")
+    line("  relay after the reply (its end, stderr, state)", f"{part('result_at', 'relayed') * 1e3:.3f} ms")
+    line("  close the channel, finish the result", f"{part('relayed', 'done') * 1e3:.3f} ms")
+    line("  relay wake-ups per call (plus Spawned and Exited on the reader thread)",
+         f"{statistics.median(t['wakeups'] for t in traces):.0f} + 2")
