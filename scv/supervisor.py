@@ -15,6 +15,7 @@ import socket
 import sys
 import threading
 import uuid
+from _thread import start_new_thread
 from typing import Callable
 
 import msgspec
@@ -81,12 +82,20 @@ class Supervisor:
         child.close()
         self.fork_point_pid = pid
         self._closed = False
-        self._reader = threading.Thread(target=self._read_fork_point, name="scv-forkpoint", daemon=True)
-        self._reader.start()
+        # A bare thread: threading.Thread.start would wait until the new thread is scheduled,
+        # which on a busy machine costs a short command milliseconds for nothing.
+        self._reader_done = threading.Event()
+        start_new_thread(self._read_fork_point, ())
 
     # --- fork point ---------------------------------------------------------------------------
 
     def _read_fork_point(self) -> None:
+        try:
+            self._read_reports()
+        finally:
+            self._reader_done.set()
+
+    def _read_reports(self) -> None:
         while True:
             try:
                 payload = self._sock.recv(65536)
@@ -270,7 +279,7 @@ class Supervisor:
             os.waitpid(self.fork_point_pid, 0)
         except ChildProcessError:
             pass
-        self._reader.join(timeout=1)
+        self._reader_done.wait(timeout=1)
 
     def __enter__(self):
         return self
