@@ -70,7 +70,11 @@ class ScvGroup(click.Group):
     def resolve_command(self, ctx: click.Context, args: list[str]):
         name, command, rest = super().resolve_command(ctx, args)
         self.ran = name
-        gc.enable()     # off during start-up (scv/__main__.py); the command runs with it
+        if not gc.isenabled():
+            # Off during start-up (scv/__main__.py). What start-up made lives as long as the
+            # process: frozen, no collection walks it (nor writes to pages a fork shares).
+            gc.freeze()
+            gc.enable()
         return name, command, rest
 
     def invoke(self, ctx: click.Context):
