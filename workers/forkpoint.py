@@ -17,6 +17,7 @@ import faulthandler
 import gc
 import importlib
 import os
+import resource
 import select
 import selectors
 import signal
@@ -31,10 +32,22 @@ PR_SET_CHILD_SUBREAPER = 36
 MAX_PACKET = 65536
 
 
+def _libc():
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+# Opened once, in the fork point: a spare getting ready (on the next call's path when calls
+# come back to back) does not open it again.
+_LIBC = _libc()
+
+
 def _prctl(option: int, value: int) -> None:
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
-    except (OSError, AttributeError):
+        _LIBC.prctl(option, value, 0, 0, 0)
+    except AttributeError:      # no libc handle, or no prctl in it
         pass
 
 
@@ -85,7 +98,6 @@ def _run_spare(sock: socket.socket, close_in_child: list) -> None:
         os.dup2(err_fd, 2)
         os.close(err_fd)
         faulthandler.enable(file=2)     # a crash leaves its traceback in the stderr tail
-        import resource
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
         resource.setrlimit(resource.RLIMIT_AS, (request.memory_bytes, hard))
         if request.kind == "live":
