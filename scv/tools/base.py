@@ -17,7 +17,6 @@ keeps hidden state between calls.
 
 import abc
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -55,9 +54,9 @@ class Launch(Protocol):
         """A new live worker for a conversation, owned by the caller."""
 
 
-@dataclass(frozen=True)
-class ToolContext:
-    """What a spec may consult on the supervisor side."""
+class ToolContext(msgspec.Struct, frozen=True):
+    """What a spec may consult on the supervisor side (a Struct: far cheaper to define at
+    start-up than a dataclass)."""
 
     workspace: Path
     config: Config
@@ -69,15 +68,14 @@ class ToolContext:
     channel: "ChatChannel | None" = None
 
 
-@dataclass(frozen=True)
-class BackgroundCall(Generic[P]):
+class BackgroundCall(msgspec.Struct, Generic[P], frozen=True):
     """A call to run as a background job: the same call in the foreground of the job's own
     runner, and what the job is (its agent and the conversation it continues)."""
 
     foreground: P
     agent: str
     conversation: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 _AT = re.compile(r" - at `\$\.?(?P<at>[^`]*)`$")
