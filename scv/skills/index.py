@@ -15,9 +15,10 @@ import os
 import re
 import stat
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+
+import msgspec
 
 
 WORKSPACE_PROJECT = "workspace"     # how the workspace's own skills are named: workspace:<name>
@@ -33,8 +34,8 @@ def warn_on_stderr(line: str) -> None:
     print(f"scv: {line}", file=sys.stderr, flush=True)
 
 
-@dataclass(frozen=True)
-class Skill:
+# Structs rather than dataclasses: every command's start-up defines them, and Structs cost far less.
+class Skill(msgspec.Struct, frozen=True):
     name: str                       # as mapped: "release-checks", "web:deploy", "workspace:release"
     description: str
     root: str                       # the root's canonical path
@@ -48,16 +49,12 @@ class Skill:
         return os.path.join(self.root, *self.folder)
 
 
-@dataclass(frozen=True)
-class SkillIndex:
+class SkillIndex(msgspec.Struct, frozen=True):
     skills: tuple[Skill, ...] = ()
-    _by_name: dict[str, Skill] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self):
-        object.__setattr__(self, "_by_name", {skill.name: skill for skill in self.skills})
 
     def get(self, name: str) -> Skill | None:
-        return self._by_name.get(name)
+        # A scan: an index holds at most skills.max_skills (64 by default), and is asked rarely.
+        return next((skill for skill in self.skills if skill.name == name), None)
 
     @property
     def user(self) -> list[Skill]:
@@ -68,8 +65,7 @@ class SkillIndex:
         return [skill for skill in self.skills if skill.project is not None]
 
 
-@dataclass(frozen=True)
-class Root:
+class Root(msgspec.Struct, frozen=True):
     path: Path
     project: str | None = None
     cwd: str | None = None
