@@ -4,14 +4,16 @@ The supervisor forks it once at start-up, before it has any threads. It imports 
 executor module, freezes the heap, then waits on a SOCK_SEQPACKET socket for `Spawn`
 requests carrying the worker's pipe ends.
 
-To keep the fork off the call's critical path, one *spare* worker is forked ahead of time: it
+To keep the fork off the call's critical path, *spare* workers are forked ahead of time: each
 prepares everything that does not depend on the call and waits. A `Spawn` hands the pipe ends
-to the spare, which becomes that call's worker (used once, then it exits), and a new spare is
-forked for the next call. The fork point reaps its workers and reports each exit status. When
+to the oldest spare, which becomes that call's worker (used once, then it exits), and a new
+spare is forked for a later call. Two spares wait, so that calls coming back to back (a turn's
+many small reads) each find one ready rather than one still getting ready. The fork point reaps its workers and reports each exit status. When
 the supervisor goes away it stops its workers (TERM, which they treat as cancellation, then
 KILL) and exits.
 """
 
+import collections
 import ctypes
 import faulthandler
 import gc
@@ -30,6 +32,7 @@ from workers import runtime
 
 PR_SET_CHILD_SUBREAPER = 36
 MAX_PACKET = 65536
+SPARES = 2
 
 
 def _libc():
@@ -118,7 +121,8 @@ def _run_spare(sock: socket.socket, close_in_child: list) -> None:
 
 def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True) -> None:
     """The fork point's loop; returns when the supervisor has gone and the workers are stopped.
-    Without `refill_spare` a call after the first forks its worker when it comes."""
+    Without `refill_spare` one spare waits for the first call, and a later call forks its
+    worker when it comes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.setpgid(0, 0)
     for name in preload:
@@ -133,13 +137,21 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True) ->
     sel.register(sock, selectors.EVENT_READ)
     sel.register(wake_r, selectors.EVENT_READ)
 
+    spares: collections.deque[_Spare] = collections.deque()      # oldest (readiest) first
+    wanted = SPARES if refill_spare else 1
+
     def new_spare() -> _Spare | None:
         try:
-            spare = _fork_spare(inherited)
+            # The other spares' sockets too: each spare must see its own socket's EOF.
+            spare = _fork_spare(inherited + [other.sock for other in spares])
         except OSError:
             return None
         children[spare.pid] = None
         return spare
+
+    def fill() -> None:
+        while len(spares) < wanted and (spare := new_spare()) is not None:
+            spares.append(spare)
 
     def reap() -> None:
         while children:
@@ -157,10 +169,10 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True) ->
                     pass
 
     def hand_over(payload: bytes, fds: list[int], call_id: str) -> int | str:
-        """Gives the call to the spare (forking one if there is none); returns its pid or an error."""
-        nonlocal spare
+        """Gives the call to the oldest spare (forking one if there is none); returns its pid or
+        an error."""
         for _ in range(2):
-            current, spare = spare or new_spare(), None
+            current = spares.popleft() if spares else new_spare()
             if current is None:
                 return "fork failed"
             try:
@@ -173,7 +185,7 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True) ->
             return current.pid
         return "no worker could take the call"
 
-    spare = new_spare()
+    fill()
     while True:
         for key, _ in sel.select():
             if key.fd == wake_r:
@@ -188,7 +200,7 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True) ->
             except OSError:
                 payload, fds = b"", []
             if not payload:
-                if spare is not None:
+                for spare in spares:
                     spare.sock.close()
                 _shutdown(children, reap, wake_r)
                 return
@@ -200,8 +212,8 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True) ->
                 sock.send(encode(Spawned(call_id=request.call_id, pid=outcome)))
             else:
                 sock.send(encode(SpawnFailed(call_id=request.call_id, error=outcome)))
-            if spare is None and refill_spare:
-                spare = new_spare()     # ready for the next call, off this call's path
+            if refill_spare:
+                fill()      # ready for a later call, off this call's path
         reap()
 
 
