@@ -4,31 +4,32 @@ or, when the spec says so, as a background job that the runner starts and return
 Calls of one runner run one at a time; a job runs through a runner of its own."""
 
 import threading
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+import msgspec
 
 from scv.approval import Approver, check_approval
 from scv.cancellation import Cancellation
 from scv.errors import ScvError
-from scv.jobs.manager import Jobs
-from scv.live_worker import LiveWorker
 from scv.messages import ApprovalRequest, Call, Result
 from scv.risk import Risk
 from scv.supervisor import Supervisor
 from scv.tools.base import ToolContext, ToolSpec
 from scv.tools.registry import Registry
 
+if TYPE_CHECKING:       # a single `scv tool` call imports neither the job table nor live workers
+    from scv.jobs.manager import Jobs
+    from scv.live_worker import LiveWorker
 
-@dataclass(frozen=True)
-class PreparedCall:
+
+class PreparedCall(msgspec.Struct, frozen=True):
     spec: ToolSpec
     call: Any               # the spec's per-call object (what `prepare` returned)
     risk: Risk
     summary: str
 
 
-@dataclass
-class CallLaunch:
+class CallLaunch(msgspec.Struct):
     """One approved call's way to workers (the `Launch` of scv/tools/base.py)."""
 
     supervisor: Supervisor
@@ -53,17 +54,18 @@ class CallLaunch:
                                    cancel=cancel if cancel is not None else self.cancel,
                                    on_progress=self.on_progress, on_approval=self.on_approval)
 
-    def live(self, worker: LiveWorker, message: Call, cancel: Any = None) -> Result:
+    def live(self, worker: "LiveWorker", message: Call, cancel: Any = None) -> Result:
         return worker.call(message, cancel=cancel if cancel is not None else self.cancel,
                            on_progress=self.on_progress, on_approval=self.on_approval)
 
-    def start_live(self) -> LiveWorker:
+    def start_live(self) -> "LiveWorker":
+        from scv.live_worker import LiveWorker
         return LiveWorker(self.supervisor, self.ctx.config.tools.worker_memory_mb << 20)
 
 
 class ToolRunner:
     def __init__(self, supervisor: Supervisor, registry: Registry, ctx: ToolContext, approver: Approver,
-                 jobs: Jobs | None = None):
+                 jobs: "Jobs | None" = None):
         self.supervisor = supervisor
         self.registry = registry
         self.ctx = ctx

@@ -1,6 +1,8 @@
 """The `scv` command: a click group; each subcommand lives in its own module under scv/commands."""
 
+import gc
 import importlib
+import os
 import sys
 
 import click
@@ -13,9 +15,32 @@ class ScvGroup(click.Group):
     """Loads each subcommand's module only when that command runs (start-up stays fast), and
     turns SCV's own errors into one sentence on stderr and their exit status."""
 
-    def __init__(self, *args, lazy: dict[str, str] | None = None, **kwargs):
+    def __init__(self, *args, lazy: dict[str, str] | None = None, lazy_help: dict[str, str] | None = None,
+                 **kwargs):
         super().__init__(*args, **kwargs)
         self.lazy = lazy or {}
+        self.lazy_help = lazy_help or {}
+        self.ran: str | None = None      # the subcommand this process ran
+
+    def __call__(self, *args, **kwargs):
+        """The process entry (`python -m scv`, the installed `scv`). A command that has nothing
+        left to do once its output is written (QUICK_EXIT, or none: help, version, a usage
+        error) exits without the interpreter's teardown of every module, which costs a short
+        command a good part of its time. Tests call `main` through click's runner instead."""
+        try:
+            return super().__call__(*args, **kwargs)
+        except SystemExit as done:
+            if self.ran is not None and self.ran not in QUICK_EXIT:
+                raise
+            code = done.code
+            if isinstance(code, str):
+                print(code, file=sys.stderr)
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            os._exit(code if isinstance(code, int) else int(code is not None))
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(self.lazy))
@@ -25,6 +50,32 @@ class ScvGroup(click.Group):
             module_name, _, attribute = self.lazy[name].partition(":")
             self.add_command(getattr(importlib.import_module(module_name), attribute), name)
         return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """`scv --help` lists the subcommands from COMMAND_HELP, importing none of their modules."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names))
+        rows = []
+        for name in names:
+            if name in self.commands or name not in self.lazy_help:
+                command = self.get_command(ctx, name)
+                if command is not None and not command.hidden:
+                    rows.append((name, command.get_short_help_str(limit)))
+            else:
+                # A stand-in command shortens the sentence exactly as the real one would.
+                rows.append((name, click.Command(name, help=self.lazy_help[name]).get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        name, command, rest = super().resolve_command(ctx, args)
+        self.ran = name
+        if not gc.isenabled():
+            # Off during start-up (scv/__main__.py). What start-up made lives as long as the
+            # process: frozen, no collection walks it (nor writes to pages a fork shares).
+            gc.freeze()
+            gc.enable()
+        return name, command, rest
 
     def invoke(self, ctx: click.Context):
         try:
@@ -37,7 +88,7 @@ class ScvGroup(click.Group):
 # Every subcommand, by name: "module:attribute". Add new commands here.
 COMMANDS = {
     "tool": "scv.commands.tool:tool_command",
-    "tools": "scv.commands.tool:tools_command",
+    "tools": "scv.commands.tools:tools_command",
     "exec": "scv.commands.exec:exec_command",
     "server": "scv.commands.server:server_command",
     "agents": "scv.commands.agents:agents_command",
@@ -47,9 +98,27 @@ COMMANDS = {
     "cluster": "scv.commands.cluster:cluster_command",
     "sandbox": "scv.commands.sandbox:sandbox_command",
 }
+# What `scv --help` says of each, without importing it: the first sentence of its docstring
+# (tests/test_cli_startup.py checks they agree).
+COMMAND_HELP = {
+    "tool": "Run one tool call and print its result as one JSON object.",
+    "tools": "List the tools with their risk (and, with --json, their JSON Schema).",
+    "exec": "Run one headless turn: the model calls tools until it replies; the reply goes to stdout.",
+    "server": "Serve one client over the SCV protocol until it closes stdin.",
+    "agents": "Delegated agents: sign them in, list the running ones, stop them, remove old transcripts.",
+    "status": "Count this SCV_HOME's delegations: running, idle, orphans awaiting cleanup, orphans stopped.",
+    "batch": "Run a batch of delegated agent calls: FILE has one JSON object per line with an id, a prompt and "
+             "optionally agent, cwd, model, effort and timeout_seconds.",
+    "config": "The configuration SCV uses: $SCV_HOME/config.toml and the workspace's .scv/config.toml.",
+    "cluster": "This machine in a Ray cluster for scv batch --engine ray: start the head, join it with the agents "
+               "signed in here, see the nodes, leave (needs scv[ray]).",
+    "sandbox": "The opt-in OS sandbox of bash and delegated agents ([tools] sandbox).",
+}
+# Commands whose work is over (workers stopped, output written) when they return.
+QUICK_EXIT = {"tool", "tools"}
 
 
-@click.group(cls=ScvGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=ScvGroup, lazy=COMMANDS, lazy_help=COMMAND_HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="scv")
 def main() -> None:
     """SCV: a headless agent runtime. Every tool call runs in its own supervised worker process."""

@@ -7,7 +7,6 @@ network.
 
 import os
 import re
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -16,7 +15,6 @@ from msgspec import Meta
 
 from scv.agents.settings import AgentConfig, AgentSettings, SandboxMode, check_agent_settings
 from scv.errors import ConfigError
-from scv.sandbox.policy import STRICTNESS
 from scv.web.config import WebConfig
 
 PositiveInt = Annotated[int, Meta(ge=1)]
@@ -101,13 +99,14 @@ def read_config_file(path: Path) -> dict[str, Any]:
     """A config file's tables as TOML gives them ({} when there is none); raises ConfigError."""
     try:
         with open(path, "rb") as fh:
+            import tomllib      # only once there is a file to read: many runs have none
             return tomllib.load(fh)
     except FileNotFoundError:
         return {}
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML ({exc}); fix the file") from None
     except OSError as exc:
         raise ConfigError(f"{path} cannot be read ({exc.strerror}); check its permissions") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML ({exc}); fix the file") from None
 
 
 _AT = re.compile(r" - at `\$\.?(?P<at>[^`]*)`$")
@@ -159,6 +158,7 @@ def _check_project_keys(data: dict[str, Any], path: Path, user: dict[str, Any]) 
             if (section, key) == ("tools", "approval_policy") and value != "never":
                 raise ConfigError(f"{path}: a project config may only tighten tools.approval_policy to \"never\"")
             if (section, key) == ("tools", "sandbox"):
+                from scv.sandbox.policy import STRICTNESS     # the sandbox's rules, only for this key
                 ours = user_tools.get("sandbox", "off")
                 if value in STRICTNESS and STRICTNESS.get(ours, 0) > STRICTNESS[value]:
                     raise ConfigError(f"{path}: a project config may only tighten tools.sandbox (the user's is "

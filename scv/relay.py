@@ -17,8 +17,9 @@ drive it with an in-memory channel and a fake clock (tests/channel_fakes.py).
 """
 
 import enum
-from dataclasses import dataclass, field
 from typing import Callable
+
+import msgspec
 
 from scv import stopping
 from scv.messages import ApprovalAnswer, ApprovalRequest, Cancel, Progress, Result
@@ -37,27 +38,25 @@ class RelayState(enum.Enum):
     DONE = "done"
 
 
-@dataclass
-class RelayEnd:
+class RelayEnd(msgspec.Struct):
     result: Result | None           # the worker's own result, when one arrived and nothing went wrong
     problem: str | None             # what went wrong, as "the <tool> worker <problem>"
     stderr_tail: str
 
 
-@dataclass
-class Relay:
+class Relay(msgspec.Struct, kw_only=True):
     channel: Channel
     timeout_seconds: float
     clock: Callable[[], float]
     kill: Callable[[], None]
     on_progress: Callable[[str], None] | None = None
     on_approval: Callable[[ApprovalRequest], bool] | None = None
-    cancel_message: Cancel = field(default_factory=Cancel)
+    cancel_message: Cancel = msgspec.field(default_factory=Cancel)
     state: RelayState = RelayState.RUNNING
     deadline: float = 0.0
     result: Result | None = None
     problem: str | None = None
-    stderr: bytearray = field(default_factory=bytearray)
+    stderr: bytearray = msgspec.field(default_factory=bytearray)
 
     def run(self) -> RelayEnd:
         self.deadline = self.clock() + self.timeout_seconds + BACKSTOP_SECONDS

@@ -26,8 +26,11 @@ SETTLE_SECONDS = CANCEL_BOUND_SECONDS + 4.0
 
 
 def stop(ops: ProcessOps, *, group: int | None, find: Callable[[], list[int]], immediate: bool,
-         grace: float = GRACE_SECONDS, reap: Callable[[], object] | None = None) -> list[int]:
-    """Stops a call's processes; returns the pids that needed KILL."""
+         grace: float = GRACE_SECONDS, reap: Callable[[], object] | None = None,
+         pause: Callable[[float], object] | None = None) -> list[int]:
+    """Stops a call's processes; returns the pids that needed KILL. `pause` waits between
+    checks (by default `ops.sleep`); a parent that can wait on its children's exits instead
+    returns as soon as the last one goes."""
     first = signal.SIGKILL if immediate else signal.SIGTERM
     signalled: set[int] = set()
 
@@ -57,7 +60,7 @@ def stop(ops: ProcessOps, *, group: int | None, find: Callable[[], list[int]], i
         send_first(left)
         if ops.monotonic() >= deadline:
             break
-        ops.sleep(POLL_SECONDS)
+        (pause or ops.sleep)(POLL_SECONDS)
     if group is not None:
         ops.signal_group(group, signal.SIGKILL)
     for pid in left:

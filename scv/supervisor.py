@@ -15,8 +15,10 @@ import socket
 import sys
 import threading
 import uuid
-from dataclasses import dataclass, field
+from _thread import start_new_thread
 from typing import Callable
+
+import msgspec
 
 from scv import stopping
 from scv.cancellation import Cancellation
@@ -34,15 +36,14 @@ PR_SET_CHILD_SUBREAPER = 36
 ONE_CALL, LIVE = "call", "live"     # the two kinds of worker the fork point starts
 
 
-@dataclass
-class Worker:
+class Worker(msgspec.Struct):
     """One forked worker as the fork point reports it: its pid once spawned, its wait status
     once it exited, or why it could not be started."""
     pid: int | None = None
     status: int | None = None
     error: str | None = None
-    spawned: threading.Event = field(default_factory=threading.Event)
-    exited: threading.Event = field(default_factory=threading.Event)
+    spawned: threading.Event = msgspec.field(default_factory=threading.Event)
+    exited: threading.Event = msgspec.field(default_factory=threading.Event)
 
 
 def describe_status(status: int | None) -> str:
@@ -58,9 +59,10 @@ def describe_status(status: int | None) -> str:
 
 
 class Supervisor:
-    """Owns the fork point. Create it before the process starts any thread."""
+    """Owns the fork point. Create it before the process starts any thread. `refill_spare`
+    False: a command that runs one call; no spare is forked to wait for a next one."""
 
-    def __init__(self, preload: list[str], ops: ProcessOps = REAL):
+    def __init__(self, preload: list[str], ops: ProcessOps = REAL, *, refill_spare: bool = True):
         self.instance = f"scv-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._ops = ops
         self._ids = itertools.count(1)
@@ -73,19 +75,27 @@ class Supervisor:
             try:
                 self._sock.close()
                 from workers import forkpoint       # the one place scv/ reaches into workers/
-                forkpoint.serve(child, preload)
+                forkpoint.serve(child, preload, refill_spare)
             except BaseException:
                 code = 70
             os._exit(code)
         child.close()
         self.fork_point_pid = pid
         self._closed = False
-        self._reader = threading.Thread(target=self._read_fork_point, name="scv-forkpoint", daemon=True)
-        self._reader.start()
+        # A bare thread: threading.Thread.start would wait until the new thread is scheduled,
+        # which on a busy machine costs a short command milliseconds for nothing.
+        self._reader_done = threading.Event()
+        start_new_thread(self._read_fork_point, ())
 
     # --- fork point ---------------------------------------------------------------------------
 
     def _read_fork_point(self) -> None:
+        try:
+            self._read_reports()
+        finally:
+            self._reader_done.set()
+
+    def _read_reports(self) -> None:
         while True:
             try:
                 payload = self._sock.recv(65536)
@@ -269,7 +279,7 @@ class Supervisor:
             os.waitpid(self.fork_point_pid, 0)
         except ChildProcessError:
             pass
-        self._reader.join(timeout=1)
+        self._reader_done.wait(timeout=1)
 
     def __enter__(self):
         return self

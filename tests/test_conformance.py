@@ -18,7 +18,8 @@ from scv.messages import Call, Result
 from scv.skills.index import session_skills
 from scv.tools.base import Risk, ToolContext, ToolSpec
 from scv.tools.chat_keep import ChatKeepTool
-from scv.tools.registry import BUILTIN, Registry, executor_modules
+from scv.tools.catalog import BUILTIN_SPECS
+from scv.tools.registry import BUILTIN, Registry, executor_modules, spec_class
 from scv.tools.services import Services
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,6 +128,10 @@ def test_tool_contract(spec_class, ctx, services, supervisor):
 def test_names_are_unique_and_duplicates_are_rejected():
     names = [spec_class.name for spec_class in BUILTIN]
     assert len(names) == len(set(names))
+    # The lazy table's keys are the names its specs declare, so a lookup finds the right one.
+    assert [spec_class(name).name for name in BUILTIN_SPECS] == list(BUILTIN_SPECS)
+    assert [spec_class(name).executor.partition(":")[0] for name in BUILTIN_SPECS] == \
+        [executor for _, executor in BUILTIN_SPECS.values()]
     registry = Registry()
     registry.register(BUILTIN[0]())
     with pytest.raises(ValueError, match="already registered"):

@@ -4,19 +4,23 @@ The supervisor forks it once at start-up, before it has any threads. It imports 
 executor module, freezes the heap, then waits on a SOCK_SEQPACKET socket for `Spawn`
 requests carrying the worker's pipe ends.
 
-To keep the fork off the call's critical path, one *spare* worker is forked ahead of time: it
+To keep the fork off the call's critical path, *spare* workers are forked ahead of time: each
 prepares everything that does not depend on the call and waits. A `Spawn` hands the pipe ends
-to the spare, which becomes that call's worker (used once, then it exits), and a new spare is
-forked for the next call. The fork point reaps its workers and reports each exit status. When
+to the oldest spare, which becomes that call's worker (used once, then it exits), and a new
+spare is forked for a later call. Two spares wait, so that calls coming back to back (a turn's
+many small reads) each find one ready rather than one still getting ready. The fork point reaps its workers and reports each exit status. When
 the supervisor goes away it stops its workers (TERM, which they treat as cancellation, then
 KILL) and exits.
 """
 
+import collections
 import ctypes
 import faulthandler
 import gc
 import importlib
 import os
+import resource
+import select
 import selectors
 import signal
 import socket
@@ -24,16 +28,29 @@ import socket
 from scv import stopping
 from scv.messages import Exited, Spawned, SpawnFailed, decode_spawn, encode
 from scv.oscalls import REAL
-from workers import live_runtime, runtime
+from workers import runtime
 
 PR_SET_CHILD_SUBREAPER = 36
 MAX_PACKET = 65536
+SPARES = 2
+
+
+def _libc():
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+# Opened once, in the fork point: a spare getting ready (on the next call's path when calls
+# come back to back) does not open it again.
+_LIBC = _libc()
 
 
 def _prctl(option: int, value: int) -> None:
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
-    except (OSError, AttributeError):
+        _LIBC.prctl(option, value, 0, 0, 0)
+    except AttributeError:      # no libc handle, or no prctl in it
         pass
 
 
@@ -84,10 +101,12 @@ def _run_spare(sock: socket.socket, close_in_child: list) -> None:
         os.dup2(err_fd, 2)
         os.close(err_fd)
         faulthandler.enable(file=2)     # a crash leaves its traceback in the stderr tail
-        import resource
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
         resource.setrlimit(resource.RLIMIT_AS, (request.memory_bytes, hard))
         if request.kind == "live":
+            # Preloaded by a session's supervisor (scv.tools.registry.WORKER_MODULES); a single
+            # `scv tool` call never starts one, so its fork point does not load it.
+            from workers import live_runtime
             code = live_runtime.serve(in_fd, out_fd)
         else:
             code = runtime.main(in_fd, out_fd)
@@ -100,8 +119,10 @@ def _run_spare(sock: socket.socket, close_in_child: list) -> None:
     os._exit(code)
 
 
-def serve(sock: socket.socket, preload: list[str]) -> None:
-    """The fork point's loop; returns when the supervisor has gone and the workers are stopped."""
+def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True) -> None:
+    """The fork point's loop; returns when the supervisor has gone and the workers are stopped.
+    Without `refill_spare` one spare waits for the first call, and a later call forks its
+    worker when it comes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.setpgid(0, 0)
     for name in preload:
@@ -116,13 +137,21 @@ def serve(sock: socket.socket, preload: list[str]) -> None:
     sel.register(sock, selectors.EVENT_READ)
     sel.register(wake_r, selectors.EVENT_READ)
 
+    spares: collections.deque[_Spare] = collections.deque()      # oldest (readiest) first
+    wanted = SPARES if refill_spare else 1
+
     def new_spare() -> _Spare | None:
         try:
-            spare = _fork_spare(inherited)
+            # The other spares' sockets too: each spare must see its own socket's EOF.
+            spare = _fork_spare(inherited + [other.sock for other in spares])
         except OSError:
             return None
         children[spare.pid] = None
         return spare
+
+    def fill() -> None:
+        while len(spares) < wanted and (spare := new_spare()) is not None:
+            spares.append(spare)
 
     def reap() -> None:
         while children:
@@ -140,10 +169,10 @@ def serve(sock: socket.socket, preload: list[str]) -> None:
                     pass
 
     def hand_over(payload: bytes, fds: list[int], call_id: str) -> int | str:
-        """Gives the call to the spare (forking one if there is none); returns its pid or an error."""
-        nonlocal spare
+        """Gives the call to the oldest spare (forking one if there is none); returns its pid or
+        an error."""
         for _ in range(2):
-            current, spare = spare or new_spare(), None
+            current = spares.popleft() if spares else new_spare()
             if current is None:
                 return "fork failed"
             try:
@@ -156,7 +185,7 @@ def serve(sock: socket.socket, preload: list[str]) -> None:
             return current.pid
         return "no worker could take the call"
 
-    spare = new_spare()
+    fill()
     while True:
         for key, _ in sel.select():
             if key.fd == wake_r:
@@ -171,9 +200,9 @@ def serve(sock: socket.socket, preload: list[str]) -> None:
             except OSError:
                 payload, fds = b"", []
             if not payload:
-                if spare is not None:
+                for spare in spares:
                     spare.sock.close()
-                _shutdown(children, reap)
+                _shutdown(children, reap, wake_r)
                 return
             request = decode_spawn(payload)
             outcome = hand_over(payload, fds, request.call_id)
@@ -183,13 +212,21 @@ def serve(sock: socket.socket, preload: list[str]) -> None:
                 sock.send(encode(Spawned(call_id=request.call_id, pid=outcome)))
             else:
                 sock.send(encode(SpawnFailed(call_id=request.call_id, error=outcome)))
-            if spare is None:
-                spare = new_spare()     # ready for the next call, off this call's path
+            if refill_spare:
+                fill()      # ready for a later call, off this call's path
         reap()
 
 
-def _shutdown(children: dict[int, str | None], reap) -> None:
+def _shutdown(children: dict[int, str | None], reap, wake_r: int) -> None:
+    def until_a_child_exits(seconds: float) -> None:
+        # SIGCHLD writes to the wake-up pipe: the shutdown ends when the last worker does.
+        if select.select([wake_r], [], [], seconds)[0]:
+            try:
+                os.read(wake_r, 4096)
+            except BlockingIOError:
+                pass
+
     # SERVING -> STOPPING: workers take TERM as cancellation and stop their own processes first;
     # whatever has not exited within a cancelled call's bound gets KILL.
     stopping.stop(REAL, group=None, find=lambda: list(children), immediate=False,
-                  grace=stopping.CANCEL_BOUND_SECONDS, reap=reap)
+                  grace=stopping.CANCEL_BOUND_SECONDS, reap=reap, pause=until_a_child_exits)

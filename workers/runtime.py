@@ -10,9 +10,9 @@ import itertools
 import os
 import select
 import sys
-import traceback
-from dataclasses import dataclass
 from typing import Any, Callable
+
+import msgspec
 
 from scv.frames import FrameReader, frame
 from scv.messages import AgentPrivate, ApprovalRequest, Call, Progress, Result, decode_to_worker, encode
@@ -28,15 +28,13 @@ class ToolFailure(Exception):
         self.private = private
 
 
-@dataclass(frozen=True)
-class Reply:
+class Reply(msgspec.Struct, frozen=True):
     """An executor's result with a part for the supervisor only (see scv/messages.py)."""
     value: dict[str, Any]
     private: AgentPrivate | None = None
 
 
-@dataclass
-class WorkerContext:
+class WorkerContext(msgspec.Struct):
     call: Call
     workspace_fd: int
     token: CancelToken
@@ -126,6 +124,7 @@ def run_guarded(call: Call, work: Callable[[], dict | Reply]) -> Result:
         return Result(ok=False, value={"error": f"the {call.tool} call ran out of memory (the worker's ceiling is "
                                                 f"{limit} MiB; tools.worker_memory_mb)"})
     except Exception as exc:   # an executor bug must still end in a result
+        import traceback     # only here: every worker would pay for it at start-up
         traceback.print_exc(file=sys.stderr)
         return Result(ok=False, value={"error": f"the {call.tool} tool failed unexpectedly: {type(exc).__name__}: "
                                                 f"{exc}"})

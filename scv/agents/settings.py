@@ -4,14 +4,16 @@ express: known agent names, one-line `use_for` notes, and `model`/`effort` only 
 take them. (A project config cannot set these keys at all: see scv/config.py.)"""
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
 from msgspec import Meta
 
-from scv.agents.descriptors import ACP, DESCRIPTORS, RESUME, Descriptor
 from scv.agents.options import check_model
 from scv.errors import ConfigError, RefusedError
+
+if TYPE_CHECKING:     # the agent catalog loads only when a config names an agent
+    from scv.agents.descriptors import Descriptor
 
 PositiveInt = Annotated[int, Meta(ge=1)]
 SandboxMode = Literal["off", "workspace-write", "read-only"]
@@ -47,10 +49,14 @@ MAX_USE_FOR_BYTES = 500
 
 
 def _known() -> str:
+    from scv.agents.descriptors import DESCRIPTORS
     return ", ".join(DESCRIPTORS)
 
 
 def check_agent_settings(agent: AgentConfig, agents: dict[str, AgentSettings], path: Path) -> None:
+    if not (agent.prefer or agents):
+        return      # nothing names an agent: the catalog need not be loaded
+    from scv.agents.descriptors import DESCRIPTORS
     for name in agent.prefer:
         if name not in DESCRIPTORS:
             raise ConfigError(f"{path}: agent.prefer names the unknown agent {name!r}; the agents are: {_known()}")
@@ -77,8 +83,9 @@ def check_agent_settings(agent: AgentConfig, agents: dict[str, AgentSettings], p
         _check_transport(name, descriptor, settings, path)
 
 
-def _check_transport(name: str, descriptor: Descriptor, settings: AgentSettings, path: Path) -> None:
+def _check_transport(name: str, descriptor: "Descriptor", settings: AgentSettings, path: Path) -> None:
     """`transport`, `command` and `args` (user-only keys, as every [agents.NAME] key is)."""
+    from scv.agents.descriptors import ACP, RESUME
     if descriptor.nested:
         if settings.transport != "auto":
             raise ConfigError(f"{path}: agents.{name}.transport is set, but the nested SCV always runs scv server "

@@ -3,8 +3,7 @@
 import os
 from pathlib import Path
 
-import click
-
+from scv.commands.options import workspace_option  # noqa: F401  (the commands' shared option)
 from scv.config import load_config
 from scv.errors import UsageError
 from scv.lineage import inherited_depth
@@ -30,6 +29,3 @@ def load_context(workspace: str | None) -> ToolContext:
     config = load_config(root)
     return ToolContext(workspace=root, config=config, delegation_depth=depth, skills=session_skills(root, config))
 
-
-workspace_option = click.option("-C", "--workspace", "workspace", metavar="DIR", default=None,
-                                help="The workspace (default: the current directory).")

@@ -1,28 +1,14 @@
-"""`scv tool NAME [ARGS_JSON]` and `scv tools`: any tool through the whole SCV path."""
+"""`scv tool NAME [ARGS_JSON]`: any tool through the whole SCV path (`scv tools` lists them)."""
 
-import contextlib
-import signal
 import sys
 
 import click
-import msgspec
 
-from scv.agents.session import open_agent_session
-from scv.approval import choose_approver
-from scv.calls import ToolRunner
-from scv.cancellation import Cancellation
-from scv.commands.common import load_context, workspace_option
-from scv.config import scv_home
+from scv.commands.options import workspace_option
+from scv.commands.output import emit_json
 from scv.errors import RefusedError, ScvError, interrupted_exit
-from scv.sandbox.report import sandbox_section
 from scv.supervisor import Supervisor
-from scv.tools.registry import build_registry
-from scv.tools.services import Services, open_services
-
-
-def _emit(value: dict) -> None:
-    sys.stdout.buffer.write(msgspec.json.encode(value) + b"\n")
-    sys.stdout.flush()
+from scv.tools.catalog import executor_module
 
 
 @click.command("tool")
@@ -43,71 +29,16 @@ def tool_command(name: str, args_json: str | None, workspace: str | None, auto_a
         args_json = "{}" if stdin_is_terminal else sys.stdin.read()
         stdin_is_terminal = False
     try:
-        ctx = load_context(workspace)
-        agents = open_agent_session(ctx.config, scv_home())
-        registry = build_registry(ctx, Services(agents=agents))
-        spec = registry.get(name)
-        supervisor = Supervisor(preload=[spec.executor.partition(":")[0]])
-        with supervisor:
-            runner = ToolRunner(supervisor, registry, ctx, choose_approver(auto_approve, stdin_is_terminal))
-            prepared = runner.prepare(name, args_json)
-            runner.approve(prepared)
-            with _cancelled_by_signals() as (cancel, stopped_by):
-                try:
-                    result = runner.run(prepared, cancel=cancel)
-                finally:
-                    agents.close()
+        # The fork point starts first and loads the tool's executor while this process loads the
+        # rest of the call's path (the configuration, the one tool's spec): side by side.
+        with Supervisor(preload=executor_module(name), refill_spare=False) as supervisor:
+            from scv.commands.tool_call import run_call
+            result, stopped_by = run_call(supervisor, name, args_json, workspace, auto_approve, stdin_is_terminal)
     except ScvError as err:
-        _emit({"error": str(err)})
+        emit_json({"error": str(err)})
         click.echo(f"scv: {err}", err=True)
         sys.exit(2 if isinstance(err, RefusedError) else err.exit_code)
-    _emit(result.value)
+    emit_json(result.value)
     if stopped_by:
         sys.exit(interrupted_exit(stopped_by[0]))
     sys.exit(0 if result.ok else 1)
-
-
-@contextlib.contextmanager
-def _cancelled_by_signals():
-    """While the call runs (after any y/N question), SIGINT and SIGTERM cancel it: its processes
-    get TERM, two seconds, then KILL, and the result still reaches stdout."""
-    cancel, stopped_by = Cancellation(), []
-
-    def on_signal(signum, frame):
-        stopped_by.append(signum)
-        cancel.cancel()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield cancel, stopped_by
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        cancel.close()
-
-
-@click.command("tools")
-@workspace_option
-@click.option("--json", "as_json", is_flag=True, help="Print the tools as JSON, with their schemas.")
-def tools_command(workspace: str | None, as_json: bool) -> None:
-    """List the tools with their risk (and, with --json, their JSON Schema)."""
-    try:
-        ctx = load_context(workspace)
-        # What a session here would offer, jobs included.
-        services = open_services(ctx.config, scv_home())
-        described = [spec.describe(ctx) for spec in build_registry(ctx, services)]
-        services.agents.close()
-        sandbox = sandbox_section(ctx.config) if as_json else None
-    except ScvError as err:
-        if not as_json:
-            raise
-        # A machine reading --json gets the sentence on stdout too, as `scv tool` gives it.
-        _emit({"error": str(err)})
-        click.echo(f"scv: {err}", err=True)
-        sys.exit(err.exit_code)
-    if as_json:
-        _emit({"tools": described, "sandbox": sandbox})
-        return
-    width = max(len(tool["name"]) for tool in described)
-    for tool in described:
-        click.echo(f"{tool['name']:<{width}}  {tool['risk']:<10}  {tool['description'].split('. ')[0]}")

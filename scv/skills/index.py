@@ -15,11 +15,11 @@ import os
 import re
 import stat
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from scv.skills.front_matter import MAX_HEAD_BYTES, FrontMatterError, parse
+import msgspec
+
 
 WORKSPACE_PROJECT = "workspace"     # how the workspace's own skills are named: workspace:<name>
 PROJECT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -34,8 +34,8 @@ def warn_on_stderr(line: str) -> None:
     print(f"scv: {line}", file=sys.stderr, flush=True)
 
 
-@dataclass(frozen=True)
-class Skill:
+# Structs rather than dataclasses: every command's start-up defines them, and Structs cost far less.
+class Skill(msgspec.Struct, frozen=True):
     name: str                       # as mapped: "release-checks", "web:deploy", "workspace:release"
     description: str
     root: str                       # the root's canonical path
@@ -49,16 +49,12 @@ class Skill:
         return os.path.join(self.root, *self.folder)
 
 
-@dataclass(frozen=True)
-class SkillIndex:
+class SkillIndex(msgspec.Struct, frozen=True):
     skills: tuple[Skill, ...] = ()
-    _by_name: dict[str, Skill] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self):
-        object.__setattr__(self, "_by_name", {skill.name: skill for skill in self.skills})
 
     def get(self, name: str) -> Skill | None:
-        return self._by_name.get(name)
+        # A scan: an index holds at most skills.max_skills (64 by default), and is asked rarely.
+        return next((skill for skill in self.skills if skill.name == name), None)
 
     @property
     def user(self) -> list[Skill]:
@@ -69,8 +65,7 @@ class SkillIndex:
         return [skill for skill in self.skills if skill.project is not None]
 
 
-@dataclass(frozen=True)
-class Root:
+class Root(msgspec.Struct, frozen=True):
     path: Path
     project: str | None = None
     cwd: str | None = None
@@ -124,6 +119,7 @@ def skill_roots(workspace: Path, home: Path, user_home: Path | None, *, project:
 
 
 def _read_head(path: Path) -> bytes:
+    from scv.skills.front_matter import MAX_HEAD_BYTES, FrontMatterError
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -151,6 +147,8 @@ def _skill_in(root: Root, canonical_root: Path, root_id: tuple[int, int], name: 
     except OSError:
         warn(f"skill folder {folder} skipped: it has no SKILL.md")
         return None
+    # Loaded once there is a SKILL.md to read: most workspaces have no skills.
+    from scv.skills.front_matter import FrontMatterError, parse
     try:
         if stat.S_ISLNK(info.st_mode):
             raise FrontMatterError("its SKILL.md is a symbolic link")

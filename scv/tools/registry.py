@@ -1,63 +1,82 @@
-"""The one place tools are registered."""
+"""The one place tools are registered.
 
+Built-in tools are listed by name in scv/tools/catalog.py; a registry imports a spec only
+when the tool is first asked for, so a command that runs one `read` never imports the agent,
+web or job code. Listing every tool (a session's schema, `scv tools`) imports them all.
+"""
+
+import importlib
 from typing import Iterator
 
 from scv.errors import RefusedError
-from scv.tools.agent import AgentTool
-from scv.tools.agent_cancel import AgentCancelTool
-from scv.tools.agent_status import AgentStatusTool
-from scv.tools.agent_wait import AgentWaitTool
 from scv.tools.base import ToolContext, ToolSpec
-from scv.tools.bash import BashTool
-from scv.tools.chat_attach import ChatAttachTool
-from scv.tools.chat_history import ChatHistoryTool
-from scv.tools.chat_keep import ChatKeepTool
+from scv.tools.catalog import BUILTIN_SPECS, WORKER_MODULES
 from scv.tools.services import Services
-from scv.tools.read import ReadTool
-from scv.tools.read_skill import ReadSkillTool
-from scv.tools.web_fetch import WebFetchTool
-from scv.tools.web_search import WebSearchTool
-from scv.tools.write import WriteTool
 
-BUILTIN: tuple[type[ToolSpec], ...] = (ReadTool, WriteTool, BashTool, WebFetchTool, WebSearchTool, AgentTool,
-                                         AgentWaitTool, AgentStatusTool, AgentCancelTool, ReadSkillTool,
-                                         ChatAttachTool, ChatHistoryTool, ChatKeepTool)
+
+def spec_class(name: str) -> type[ToolSpec]:
+    """The built-in tool `name`'s spec class, imported now (KeyError: no such built-in tool)."""
+    module_name, _, attribute = BUILTIN_SPECS[name][0].partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+def builtin_classes() -> tuple[type[ToolSpec], ...]:
+    return tuple(spec_class(name) for name in BUILTIN_SPECS)
+
+
+def __getattr__(name: str):
+    # `BUILTIN`, every spec class at once, for code that wants them all (the conformance test).
+    if name == "BUILTIN":
+        return builtin_classes()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Registry:
-    def __init__(self):
-        self._tools: dict[str, ToolSpec] = {}
+    """The tools one session offers. Tools given as `pending` names are built (and their spec
+    imported) when first asked for, and kept only if their spec says they are enabled."""
+
+    def __init__(self, ctx: ToolContext | None = None, services: Services | None = None,
+                 pending: tuple[str, ...] = ()):
+        self._tools: dict[str, ToolSpec | None] = dict.fromkeys(pending)
+        self._ctx = ctx
+        self._services = services
 
     def register(self, spec: ToolSpec) -> None:
         if spec.name in self._tools:
             raise ValueError(f"a tool named {spec.name!r} is already registered")
         self._tools[spec.name] = spec
 
+    def _built(self, name: str) -> ToolSpec | None:
+        spec = self._tools[name]
+        if spec is None:
+            spec = spec_class(name)(self._services)
+            if not spec.enabled(self._ctx):
+                del self._tools[name]
+                return None
+            self._tools[name] = spec
+        return spec
+
     def get(self, name: str) -> ToolSpec:
-        try:
-            return self._tools[name]
-        except KeyError:
-            known = ", ".join(sorted(self._tools))
-            raise RefusedError(f"unknown tool {name!r}; the tools are: {known}") from None
+        spec = self._built(name) if name in self._tools else None
+        if spec is None:
+            known = ", ".join(sorted(self.names()))
+            raise RefusedError(f"unknown tool {name!r}; the tools are: {known}")
+        return spec
 
     def __iter__(self) -> Iterator[ToolSpec]:
-        return iter(self._tools.values())
+        return iter([spec for name in list(self._tools) if (spec := self._built(name)) is not None])
 
     def names(self) -> list[str]:
-        return list(self._tools)
+        return [spec.name for spec in self]
 
 
 def build_registry(ctx: ToolContext, services: Services | None = None) -> Registry:
     """The tools a session offers: every built-in tool its configuration enables, each built with
-    the session's collaborators."""
-    registry = Registry()
-    for spec_class in BUILTIN:
-        spec = spec_class(services)
-        if spec.enabled(ctx):
-            registry.register(spec)
-    return registry
+    the session's collaborators when first used."""
+    return Registry(ctx, services, tuple(BUILTIN_SPECS))
 
 
 def executor_modules() -> list[str]:
-    """What the fork point preloads: every built-in tool's executor module."""
-    return sorted({spec_class.executor.partition(":")[0] for spec_class in BUILTIN})
+    """What the fork point preloads for a session: every built-in tool's executor module and
+    the live worker's loop."""
+    return sorted({executor for _, executor in BUILTIN_SPECS.values()} | set(WORKER_MODULES))

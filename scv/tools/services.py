@@ -2,28 +2,46 @@
 (offered agents and their conversations) and its background jobs. A command without a session
 (`scv tool`) has agents but no jobs; a tool that needs one refuses the call with a sentence."""
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from scv.config import Config
 
-from scv.agents.session import AgentSession, open_agent_session
-from scv.jobs.manager import Jobs
+if TYPE_CHECKING:
+    from scv.agents.session import AgentSession
+    from scv.jobs.manager import Jobs
 
 
-@dataclass(frozen=True)
 class Services:
-    agents: AgentSession | None = None
-    jobs: Jobs | None = None
+    """`agents` may instead be `open_agents`, called when a tool first asks for them: a command
+    that runs one `read` never discovers agents."""
+
+    def __init__(self, agents: "AgentSession | None" = None, jobs: "Jobs | None" = None, *,
+                 open_agents: "Callable[[], AgentSession] | None" = None):
+        self._agents = agents
+        self._open_agents = open_agents
+        self.jobs = jobs
+
+    @property
+    def agents(self) -> "AgentSession | None":
+        if self._agents is None and self._open_agents is not None:
+            self._agents, self._open_agents = self._open_agents(), None
+        return self._agents
+
+    def close_opened_agents(self) -> None:
+        """Closes the agents if they were opened (given, or opened on first use)."""
+        if self._agents is not None:
+            self._agents.close()
 
 
 def open_services(config: Config, home: Path, *, auto_approve: bool = False,
-                  queue_report: Callable[[Any], None] | None = None, agents: AgentSession | None = None,
+                  queue_report: Callable[[Any], None] | None = None, agents: "AgentSession | None" = None,
                   on_settle: Callable[[], None] | None = None) -> Services:
     """A session's collaborators: its agents (discovered now) and, unless `agent.max_background`
     is 0, its job table, whose report turns go to `queue_report` (None: a listing, nothing runs).
     `agents` replaces the discovered ones (a test's fake backends)."""
+    from scv.agents.session import open_agent_session
+    from scv.jobs.manager import Jobs
     agents = agents if agents is not None else open_agent_session(config, home)
     settings = config.agent
     jobs = None

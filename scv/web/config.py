@@ -7,7 +7,6 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
-from scv.web.urls import UrlError, check_host, parse_url
 
 MiB = 1 << 20
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -28,6 +27,14 @@ class WebConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
     def __post_init__(self):
         # msgspec turns these ValueErrors into validation errors naming the `web` table.
+        if self.search == "searxng" or self.auto_approve_domains:
+            self._check_addresses()
+        if not _ENV_NAME.match(self.brave_api_key_env):
+            raise ValueError(f"brave_api_key_env {self.brave_api_key_env!r} is not a variable name")
+
+    def _check_addresses(self) -> None:
+        # The URL rules load only for a table with a URL or hosts to check (they bring idna).
+        from scv.web.urls import UrlError, check_host, parse_url
         if self.search == "searxng":
             if not self.searxng_url:
                 raise ValueError('search = "searxng" needs searxng_url, such as "http://127.0.0.1:8888"')
@@ -35,8 +42,6 @@ class WebConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
                 parse_url(self.searxng_url)
             except UrlError as err:
                 raise ValueError(f"searxng_url is not usable: {err}") from None
-        if not _ENV_NAME.match(self.brave_api_key_env):
-            raise ValueError(f"brave_api_key_env {self.brave_api_key_env!r} is not a variable name")
         for domain in self.auto_approve_domains:
             if domain != domain.lower() or "/" in domain or ":" in domain:
                 raise ValueError(f"auto_approve_domains entry {domain!r} must be a lower-case host name "

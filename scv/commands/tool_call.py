@@ -1,0 +1,59 @@
+"""What `scv tool` runs once its fork point is up: the context, the one tool's spec, approval,
+and the call itself, cancelled by SIGINT or SIGTERM. Loaded by scv/commands/tool.py after it
+starts the fork point, so that the two load side by side."""
+
+import contextlib
+import signal
+
+from scv.approval import choose_approver
+from scv.calls import ToolRunner
+from scv.cancellation import Cancellation
+from scv.commands.common import load_context
+from scv.config import scv_home
+from scv.messages import Result
+from scv.supervisor import Supervisor
+from scv.tools.base import ToolContext
+from scv.tools.registry import build_registry
+from scv.tools.services import Services
+
+
+def run_call(supervisor: Supervisor, name: str, args_json: str, workspace: str | None, auto_approve: bool,
+             stdin_is_terminal: bool) -> tuple[Result, list[int]]:
+    """The call's result and the signals that stopped it (empty: none). Raises ScvError when the
+    call is refused before anything runs."""
+    ctx = load_context(workspace)
+    # Only a tool that asks for the delegated agents (the agent tools) discovers them.
+    services = Services(open_agents=lambda: _open_agents(ctx))
+    try:
+        runner = ToolRunner(supervisor, build_registry(ctx, services), ctx,
+                            choose_approver(auto_approve, stdin_is_terminal))
+        prepared = runner.prepare(name, args_json)
+        runner.approve(prepared)
+        with _cancelled_by_signals() as (cancel, stopped_by):
+            return runner.run(prepared, cancel=cancel), stopped_by
+    finally:
+        services.close_opened_agents()
+
+
+def _open_agents(ctx: ToolContext):
+    from scv.agents.session import open_agent_session
+    return open_agent_session(ctx.config, scv_home())
+
+
+@contextlib.contextmanager
+def _cancelled_by_signals():
+    """While the call runs (after any y/N question), SIGINT and SIGTERM cancel it: its processes
+    get TERM, two seconds, then KILL, and the result still reaches stdout."""
+    cancel, stopped_by = Cancellation(), []
+
+    def on_signal(signum, frame):
+        stopped_by.append(signum)
+        cancel.cancel()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield cancel, stopped_by
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        cancel.close()

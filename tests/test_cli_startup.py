@@ -1,0 +1,67 @@
+"""What a short command imports: `scv tool read` loads the read tool and nothing of the agent,
+web or job code; `scv --help` lists the commands without importing them. Checked in a fresh
+interpreter that runs the real command, then reports its sys.modules."""
+
+import json
+import subprocess
+import sys
+
+import click
+
+from scv.cli import COMMAND_HELP, COMMANDS, ScvGroup
+from tests.conftest import scv_env
+
+# Runs the CLI's real entry in this fresh process (click's `main`, as `python -m scv` does, but
+# without the quick exit, so the modules can be reported afterwards).
+RUN_AND_REPORT = """
+import json, sys
+from scv.cli import main
+try:
+    main.main(sys.argv[2:], prog_name="scv")
+except SystemExit as done:
+    code = done.code
+with open(sys.argv[1], "w") as fh:
+    json.dump({"code": code, "modules": sorted(sys.modules)}, fh)
+"""
+
+
+def modules_after(tmp_path, *args: str, cwd) -> tuple[int, list[str], str]:
+    report = tmp_path / "modules.json"
+    proc = subprocess.run([sys.executable, "-c", RUN_AND_REPORT, str(report), *args], cwd=cwd, env=scv_env(),
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert report.exists(), proc.stderr
+    found = json.loads(report.read_text())
+    return found["code"], found["modules"], proc.stdout
+
+
+def test_tool_read_imports_no_agent_web_or_job_code(tmp_path, workspace):
+    (workspace / "ok.txt").write_text("fine\n")
+    code, modules, out = modules_after(tmp_path, "tool", "read", '{"path":"ok.txt"}', cwd=workspace)
+    assert code == 0 and json.loads(out)["content"] == "fine\n"
+    assert "scv.tools.read" in modules          # the real path ran
+    unwanted = [name for name in modules
+                if name.split(".")[0] in ("requests", "lxml", "readability")
+                or name.startswith(("scv.tools.agent", "scv.tools.web_", "scv.jobs", "scv.agents.session"))]
+    assert unwanted == []
+
+
+def test_help_imports_no_command_module(tmp_path):
+    code, modules, out = modules_after(tmp_path, "--help", cwd=tmp_path)
+    assert code == 0 and "Run one tool call" in out
+    assert [name for name in modules if name.startswith("scv.commands.")] == []
+
+
+def _commands_section(group: click.Group, format_commands) -> str:
+    ctx = click.Context(group, info_name="scv")
+    formatter = ctx.make_formatter()
+    format_commands(group, ctx, formatter)
+    return formatter.getvalue()
+
+
+def test_the_help_table_says_what_each_command_says():
+    lazy = ScvGroup(name="scv", lazy=COMMANDS, lazy_help=COMMAND_HELP)
+    listed = _commands_section(lazy, ScvGroup.format_commands)
+    assert lazy.commands == {}      # listed without loading one
+    loaded = ScvGroup(name="scv", lazy=COMMANDS)
+    assert listed == _commands_section(loaded, click.Group.format_commands)
+    assert set(COMMAND_HELP) == set(COMMANDS)
