@@ -7,7 +7,6 @@ from scv.commands.options import workspace_option  # noqa: F401  (the commands' 
 from scv.config import load_config
 from scv.errors import UsageError
 from scv.lineage import inherited_depth
-from scv.skills.index import session_skills
 from scv.tools.base import ToolContext
 
 
@@ -22,10 +21,15 @@ def resolve_workspace(value: str | None) -> Path:
     return resolved
 
 
-def load_context(workspace: str | None) -> ToolContext:
+def load_context(workspace: str | None, *, skills: bool = True) -> ToolContext:
+    """`skills`: look for the session's skills (a single tool call other than read_skill needs none)."""
     root = resolve_workspace(workspace)
     # A session started by a delegated agent carries its depth, so the delegation limit holds.
     depth = inherited_depth(dict(os.environ))
     config = load_config(root)
-    return ToolContext(workspace=root, config=config, delegation_depth=depth, skills=session_skills(root, config))
+    found = None
+    if skills:
+        from scv.skills.index import session_skills
+        found = session_skills(root, config)
+    return ToolContext(workspace=root, config=config, delegation_depth=depth, skills=found)
 

@@ -21,7 +21,8 @@ def run_call(supervisor: Supervisor, name: str, args_json: str, workspace: str |
              stdin_is_terminal: bool) -> tuple[Result, list[int]]:
     """The call's result and the signals that stopped it (empty: none). Raises ScvError when the
     call is refused before anything runs."""
-    ctx = load_context(workspace)
+    # Only read_skill reads the session's skills; finding them walks the skill folders.
+    ctx = load_context(workspace, skills=name == "read_skill")
     # Only a tool that asks for the delegated agents (the agent tools) discovers them.
     services = Services(open_agents=lambda: _open_agents(ctx))
     try:
