@@ -44,6 +44,8 @@ class LiveWorker:
 
     @property
     def pid(self) -> int | None:
+        # The fork point reports the pid on its own socket, which a first result can overtake.
+        self._worker.spawned.wait(stopping.CANCEL_BOUND_SECONDS)
         return self._worker.pid
 
     def alive(self) -> bool:

@@ -163,3 +163,22 @@ def test_the_fork_point_stops_its_workers_when_the_supervisor_goes():
     sup.close()
     with pytest.raises(ProcessLookupError):
         os.kill(fork_point, 0)
+
+
+@pytest.mark.parametrize("reaped_first", [False, True])
+def test_spares_killed_while_they_wait_never_cost_a_call(reaped_first):
+    import signal as signals
+    from tests.fakes import wait_for
+    with Supervisor(preload=[]) as sup:
+        assert run(sup, "tests.crashy:echo").ok
+        spares = wait_for(lambda: len(REAL.children(sup.fork_point_pid)) >= 2 and REAL.children(sup.fork_point_pid))
+        for pid in spares:
+            REAL.signal(pid, signals.SIGKILL)
+        # Dead (their sockets closed), whether or not the fork point has collected them yet.
+        wait_for(lambda: not any(is_running(pid) for pid in spares))
+        if reaped_first:
+            # The fork point has seen them die (and forked new spares) before the call comes.
+            wait_for(lambda: not set(spares) & set(REAL.children(sup.fork_point_pid))
+                     and len(REAL.children(sup.fork_point_pid)) >= 2)
+        result = run(sup, "tests.crashy:echo", {"n": 1})
+        assert result.ok and result.value == {"echo": {"n": 1}}, result.value

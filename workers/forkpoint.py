@@ -162,6 +162,11 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True) ->
             if pid == 0:
                 return
             call_id = children.pop(pid, None)
+            dead = [spare for spare in spares if spare.pid == pid]
+            for spare in dead:
+                # A spare killed while it waited (the OOM killer, a stray signal): never hand it a call.
+                spares.remove(spare)
+                spare.sock.close()
             if call_id is not None:
                 try:
                     sock.send(encode(Exited(call_id=call_id, pid=pid, status=status)))
@@ -169,16 +174,20 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True) ->
                     pass
 
     def hand_over(payload: bytes, fds: list[int], call_id: str) -> int | str:
-        """Gives the call to the oldest spare (forking one if there is none); returns its pid or
-        an error."""
-        for _ in range(2):
-            current = spares.popleft() if spares else new_spare()
-            if current is None:
-                return "fork failed"
+        """Gives the call to the oldest live spare, else to a worker forked for it; returns its
+        pid or an error."""
+        forked = False
+        while spares or not forked:
+            if spares:
+                current = spares.popleft()
+            else:
+                forked, current = True, new_spare()
+                if current is None:
+                    return "fork failed"
             try:
                 socket.send_fds(current.sock, [payload], fds)
             except OSError:
-                current.sock.close()      # that spare died; fork another
+                current.sock.close()      # that spare died since the last reap; try the next
                 continue
             current.sock.close()
             children[current.pid] = call_id
@@ -194,6 +203,8 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True) ->
                 except BlockingIOError:
                     pass
                 reap()
+                if refill_spare:
+                    fill()      # in place of a spare that died waiting
                 continue
             try:
                 payload, fds, _, _ = socket.recv_fds(sock, MAX_PACKET, 3)
