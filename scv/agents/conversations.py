@@ -18,7 +18,6 @@ import functools
 import json
 import os
 import re
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -80,6 +79,7 @@ def write_marker(folder: Path, vendor_id: str, handle: str, agent: str) -> Path 
     from scv.delegations.processes import start_time
     body = json.dumps({"pid": os.getpid(), "start": start_time(os.getpid()), "agent": agent,
                        "handle": handle}).encode()
+    import tempfile     # late: only a conversation's first turn writes a marker
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".marker-")
     try:
         os.write(fd, body)

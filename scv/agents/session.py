@@ -1,7 +1,7 @@
 """A session's delegation state: the agents it offers (decided once, when the session starts),
 its conversations, and its id in SCV_PARENT. The session that opens it closes it."""
 
-import secrets
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -17,7 +17,8 @@ from scv.config import Config
 class AgentSession:
     offered: dict[str, OfferedAgent]
     conversations: Conversations
-    session_id: str = field(default_factory=lambda: f"s-{secrets.token_hex(4)}")
+    # os.urandom rather than secrets: the same bytes, without loading hashlib at start-up.
+    session_id: str = field(default_factory=lambda: f"s-{os.urandom(4).hex()}")
     # Which backend runs an offered agent (None: its CLI once per turn); tests put a fake here.
     choose_backend: Callable[[OfferedAgent], Any] | None = None
     reaper: IdleReaper | None = None    # when a live agent is offered: its idle servers stop on time

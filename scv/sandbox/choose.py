@@ -6,7 +6,6 @@ a sentence naming the missing kernel feature; it never runs unsandboxed."""
 import functools
 import os
 import pwd
-import tempfile
 from pathlib import Path
 
 from scv import config as config_module
@@ -95,7 +94,7 @@ def request_for(config: Config, workspace: Path, agent: str | None = None) -> Sa
                              hidden=list(_candidates(tuple(homes()), scv_home, os.getuid(), doors)), keep=keep,
                              **mechanism(mode, network, kernel.support()))
     if request.hide_with == "rules":
-        clash = hidden_inside_writable(build_policy(request, str(workspace), tempfile.gettempdir(), REAL_FS))
+        clash = hidden_inside_writable(build_policy(request, str(workspace), _temp_root(), REAL_FS))
         if clash:
             root, path = clash[0]
             raise RefusedError(f"the sandbox cannot keep {path} unreadable inside the writable folder {root} without a "
@@ -111,7 +110,7 @@ def plan_for(config: Config, workspace: Path, agent: str | None = None) -> Sandb
         return None
     if agent:
         prepare_home(config_module.scv_home(), DESCRIPTORS[agent])     # so its rule can name it
-    policy = build_policy(request, str(workspace), tempfile.gettempdir(), REAL_FS)
+    policy = build_policy(request, str(workspace), _temp_root(), REAL_FS)
     planned = rules.landlock_rules(policy.writable, policy.devices, policy.hidden, request.landlock_abi,
                                    request.hide_with, REAL_FS)
     return SandboxPlan(mode=request.mode, network=request.network, hide_with=request.hide_with,
@@ -119,3 +118,8 @@ def plan_for(config: Config, workspace: Path, agent: str | None = None) -> Sandb
                        landlock_abi=request.landlock_abi,
                        hidden=list(policy.hidden) if request.hide_with == "mount" else [],
                        rules=[(rule.path, rule.rights) for rule in planned])
+
+
+def _temp_root() -> str:
+    import tempfile     # late: only a call with a sandbox needs it
+    return tempfile.gettempdir()

@@ -6,7 +6,6 @@ not try the user namespace at all."""
 
 import functools
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ _ROOT = str(Path(__file__).resolve().parents[2])
 
 @functools.cache
 def support() -> KernelSupport:
+    import subprocess       # late: most commands never probe
     env = dict(os.environ)
     env["PYTHONPATH"] = _ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:

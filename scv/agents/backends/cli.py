@@ -7,7 +7,6 @@ reports in the result's private part.
 
 import json
 import os
-import secrets
 import uuid
 from pathlib import Path
 
@@ -56,9 +55,9 @@ class CliBackend(AgentBackend):
             conversation.new_vendor_id = new_session = str(uuid.uuid4())
         outfile = ""
         if "{outfile}" in descriptor.output_args:
-            outfile = str(agent_home(home, call.name) / "tmp" / secrets.token_hex(8) /
+            outfile = str(agent_home(home, call.name) / "tmp" / os.urandom(8).hex() /
                           "last-message.txt")
-        args = {**turn_fields(call, conversation, ctx, f"{call.name}-{secrets.token_hex(3)}"),
+        args = {**turn_fields(call, conversation, ctx, f"{call.name}-{os.urandom(3).hex()}"),
                 "argv": self._argv(call, new_session=new_session, resume=resume, outfile=outfile),
                 "outfile": outfile or None}
         return launch.fresh(launch.message(EXECUTOR, args))

@@ -5,7 +5,7 @@ or `scv agents kill` stopped it) fails with "its server exited" and the conversa
 next call starts a new one cleanly.
 """
 
-import secrets
+import os
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -30,7 +30,7 @@ class LiveBackend(AgentBackend):
 
     def turn_args(self, call: AgentCall, conversation: Conversation, ctx: ToolContext, home: Path) -> dict[str, Any]:
         """What the live agent gets for one turn (the factory gets the first turn's too)."""
-        return {**turn_fields(call, conversation, ctx, f"{call.name}-{secrets.token_hex(3)}"),
+        return {**turn_fields(call, conversation, ctx, f"{call.name}-{os.urandom(3).hex()}"),
                 "prompt": call.prompt, "model": call.model, "effort": call.effort, "scv_home": str(home)}
 
     def run(self, call: AgentCall, conversation: Conversation | None, ctx: ToolContext, launch: Launch,
