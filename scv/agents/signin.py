@@ -4,7 +4,6 @@ Codex report sign-in only through their own CLI, too slow for every session star
 
 import json
 import os
-import tomllib
 from pathlib import Path
 
 from scv.agents.descriptors import DSH, GROK, PI, SCV, Descriptor, state_dir
@@ -27,7 +26,7 @@ def grok_login_stored(folder: Path) -> bool:
 def grok_config_model(folder: Path, descriptor: Descriptor, environ: dict[str, str]) -> str | None:
     """The `[models] default` of `config.toml` when its profile holds a usable API key, else None."""
     try:
-        config = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))
+        config = _toml((folder / "config.toml").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     models = config.get("models")
@@ -97,7 +96,7 @@ def nested_provider(folder: Path) -> dict | None:
     """The nested SCV's active provider profile in its own config.toml (what `scv agents import scv`
     writes), or None when it has none."""
     try:
-        config = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))
+        config = _toml((folder / "config.toml").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     active = config.get("provider", {}).get("active") if isinstance(config.get("provider"), dict) else None
@@ -119,3 +118,8 @@ def signed_in(descriptor: Descriptor, scv_home: Path, environ: dict[str, str] | 
     if descriptor.name == SCV:
         return nested_provider(folder) is not None
     return True
+
+
+def _toml(text: str) -> dict:
+    import tomllib      # late: a session start with no agent config to read loads no TOML parser
+    return tomllib.loads(text)

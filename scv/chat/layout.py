@@ -8,7 +8,6 @@
 - `$SCV_HOME/state/media/outbox/`: copies of files on their way to a chat.
 """
 
-import hashlib
 import os
 import re
 from datetime import date, datetime, timedelta
@@ -35,6 +34,7 @@ def conversation_dir(archive: str, kind: str, account: str, conversation: str) -
 
 
 def media_digest(conversation: str) -> str:
+    import hashlib      # late: listing the chat tools needs none of it
     return hashlib.sha256(conversation.encode("utf-8")).hexdigest()[:16]
 
 

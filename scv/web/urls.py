@@ -16,7 +16,6 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-import idna
 
 MAX_URL_CHARS = 8192
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -68,6 +67,7 @@ def _check_characters(url: str) -> None:
 def _ascii_name(host: str) -> str:
     """The IDNA 2008 ASCII form of a non-ASCII name. Strict: labels are split on '.' only (not on
     U+3002 and its kin) and nothing is mapped, so a name that is not already valid is refused."""
+    import idna         # late: only a non-ASCII host needs it, and listing tools none
     try:
         return idna.encode(host, strict=True).decode("ascii")
     except (idna.IDNAError, UnicodeError) as err:

@@ -7,7 +7,6 @@ reports in the result's private part.
 
 import json
 import os
-import uuid
 from pathlib import Path
 
 from scv.agents.backends.base import AgentBackend, AgentCall, turn_fields
@@ -52,6 +51,7 @@ class CliBackend(AgentBackend):
             resume = conversation.vendor_id
         elif conversation is not None and not descriptor.session_from_cli:
             # SCV chooses the CLI's session id for a new conversation (Claude Code).
+            import uuid      # late: only a new Claude conversation needs an id
             conversation.new_vendor_id = new_session = str(uuid.uuid4())
         outfile = ""
         if "{outfile}" in descriptor.output_args:
