@@ -183,6 +183,11 @@ def nested_requests(server: FakeServer) -> list[dict[str, Any]]:
     return [json.loads(line) for line in server.log.read_text().splitlines() if line.strip()]
 
 
+def completed_calls(client) -> dict[str, dict]:
+    """What each `agent` call of a stdio session returned, by call id."""
+    return {c["call_id"]: c["result"] for c in client.notifications("tool.completed")}
+
+
 def emit(method: str, **params: Any) -> str:
     """A bash line printing one notification of the nested protocol (see NESTED_HELPERS' out)."""
     return "out " + shlex.quote(json.dumps({"jsonrpc": "2.0", "method": method, "params": params}))

@@ -14,7 +14,7 @@ from tests.conftest import run_scv, scv_env
 from tests.delegation_fakes import gone, kill_scv_tree, records_in, tagged_with
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.fakes import wait_for, write_script
-from tests.live_fakes import FakeServer, install_peer
+from tests.live_fakes import FakeServer, completed_calls, install_peer
 
 
 def peer(user_home, tmp_path, *flags) -> FakeServer:
@@ -27,10 +27,6 @@ def agent_call(call_id: str, prompt: str, **extra) -> dict:
 
 def server_pid(server: FakeServer) -> int:
     return wait_for(lambda: server.events("start"), what="the ACP server to start")[-1]["pid"]
-
-
-def completed_calls(client) -> dict[str, dict]:
-    return {c["call_id"]: c["result"] for c in client.notifications("tool.completed")}
 
 
 def session(clients, tmp_path, workspace, *turns: dict, **start):

@@ -2,18 +2,23 @@
 fake OpenAI provider) calls `agent` with agent scv, and the nested SCV is the running SCV itself
 (`python -m scv server --stdio`: no `scv` is installed), in `$SCV_HOME/agents/scv` with a fake
 provider of its own. Its approval requests reach the parent's client, its depth is the parent's
-plus one, and the parent follows its background jobs between calls."""
+plus one, and the parent follows its background jobs between calls. A cancelled or timed-out call
+cancels the nested turn and keeps the conversation; `scv agents ps` and `kill` track it; a nested
+SCV that dies mid-turn ends its conversation; orphan reconcile reaps one whose parent was killed."""
 
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_scv, scv_env
-from tests.delegation_fakes import codex_reply_lines
+from tests.delegation_fakes import codex_reply_lines, gone, kill_scv_tree, records_in, tagged_with
 from tests.agent_fakes import install
-from tests.fake_openai import FakeOpenAI, Reply
-from tests.fakes import setup_fake_home, wait_for
+from tests.fake_openai import FakeOpenAI, Reply, Stall
+from tests.fakes import setup_fake_home, wait_for, write_script
+from tests.live_fakes import completed_calls
 
 pytestmark = pytest.mark.time_limit(300)
 
@@ -30,7 +35,7 @@ class Nested:
     """A parent session's fake provider, the nested SCV's own, and the parent's client."""
 
     def __init__(self, clients, tmp_path: Path, monkeypatch, scv_home: Path, workspace: Path, parent_config: str = "",
-                 nested_config: str = "", **env: str):
+                 nested_config: str = "", start: dict | None = None, **env: str):
         setup_fake_home(tmp_path, monkeypatch)       # no `scv` on PATH or in ~/.local/bin
         self.parent, self.nested = FakeOpenAI(), FakeOpenAI()
         self.scv_home, self.workspace = scv_home, workspace
@@ -42,7 +47,7 @@ class Nested:
             self.nested.config("chat").replace('api_key_env = "FAKE_OPENAI_KEY"', 'api_key = "sk-test"')
             + nested_config)
         self.client = clients(env=scv_env(FAKE_OPENAI_KEY="sk-test", **env))
-        self.session = self.client.start(cwd=str(workspace))
+        self.session = self.client.start(cwd=str(workspace), **(start or {}))
 
     def close(self) -> None:
         self.parent.close()
@@ -63,6 +68,13 @@ class Nested:
         proc = run_scv("agents", "ps", "--json", env=scv_env(SCV_HOME=str(self.scv_home)))
         assert proc.returncode == 0, proc.stderr
         return [row for row in json.loads(proc.stdout)["delegations"] if row["agent"] == "scv"]
+
+    def held(self, requests: int) -> dict:
+        """The nested SCV's provider holds request number `requests` (a Stall queued there): the
+        nested turn runs. Its `scv agents ps` row."""
+        wait_for(lambda: len(self.nested.requests) >= requests, timeout=60, what="the nested turn to reach its provider")
+        [row] = self.ps()
+        return row
 
     def tool_names(self, request_index: int) -> list[str]:
         return [t["function"]["name"] for t in self.nested.requests[request_index].body.get("tools", [])]
@@ -220,3 +232,142 @@ def test_the_parent_follows_the_nested_scvs_own_background_job(nested, tmp_path,
     assert not (workspace / "from-the-report.txt").exists()
     assert [a["tool"] for a in client.notifications("approval.requested")] == ["agent", "agent"]
     assert "background_jobs" not in nested.ps()[0]
+
+
+# --- cancel, timeout, kill, a nested SCV that dies, orphans -------------------------------------
+
+AUTO = {"start": {"auto_approve": True}}
+HOLD = Stall(120)        # the nested provider holds its reply: only turn.cancel (or a kill) ends that turn
+
+
+@pytest.mark.parametrize("nested", [AUTO], indirect=True)
+def test_a_cancelled_call_cancels_the_nested_turn_and_keeps_the_conversation(nested):
+    nested.parent.enqueue(agent_call("a1", agent="scv", prompt="take your time"),
+                          agent_call("a2", session="scv-1", prompt="now quickly"), Reply(text="parent saw turn 2"))
+    nested.nested.enqueue(HOLD, Reply(text="quick this time"))
+    client = nested.client
+    client.request("turn.start", {"prompt": "delegate it"})
+    row = nested.held(1)
+    assert row["state"] == "running" and row["turn"] == 1
+    assert client.request("turn.cancel") == {"cancelled": True}
+    assert client.until("turn.failed", timeout=60).params["reason"] == "cancelled"
+    first = completed_calls(client)["a1"]
+    # The nested turn ended on turn.cancel (its provider still holds the reply) within the settle time.
+    assert first["status"] == "cancelled" and "the conversation can continue" in first["error"]
+    assert (first["session"], first["turn"]) == ("scv-1", 1)
+    wait_for(lambda: [r["state"] for r in nested.ps()] == ["idle"], what="the nested SCV to be idle again")
+    client.request("turn.start", {"prompt": "again"})
+    assert nested.turn_done()["reply"] == "parent saw turn 2"
+    second = completed_calls(client)["a2"]
+    assert (second["status"], second["reply"], second["turn"]) == ("completed", "quick this time", 2)
+    [again] = nested.ps()
+    assert again["pid"] == row["pid"] and again["turn"] == 2
+    assert len(nested.nested.requests) == 2
+
+
+@pytest.mark.parametrize("nested", [AUTO], indirect=True)
+def test_a_timed_out_call_whose_nested_turn_settles_stays_resumable(nested):
+    nested.parent.enqueue(agent_call("a1", agent="scv", prompt="one"),
+                          agent_call("a2", session="scv-1", prompt="two", timeout_seconds=3),
+                          agent_call("a3", session="scv-1", prompt="three"), Reply(text="all three"))
+    nested.nested.enqueue(Reply(text="one done"), HOLD, Reply(text="three done"))
+    nested.client.request("turn.start", {"prompt": "go"})
+    assert nested.turn_done()["reply"] == "all three"
+    calls = completed_calls(nested.client)
+    assert calls["a1"]["reply"] == "one done"
+    timed_out = calls["a2"]
+    assert (timed_out["status"], timed_out["session"], timed_out["turn"]) == ("timeout", "scv-1", 2)
+    assert "ran past the timeout and its turn was cancelled; the conversation can continue" in timed_out["error"]
+    assert (calls["a3"]["status"], calls["a3"]["reply"], calls["a3"]["turn"]) == ("completed", "three done", 3)
+    [row] = nested.ps()
+    assert row["turn"] == 3 and len(nested.nested.requests) == 3
+
+
+@pytest.mark.parametrize("nested", [AUTO], indirect=True)
+def test_agents_ps_tracks_the_nested_scv_and_kill_between_turns_ends_its_conversation(nested):
+    nested.parent.enqueue(agent_call("a1", agent="scv", prompt="one"), Reply(text="t1"),
+                          agent_call("a2", session="scv-1", prompt="two"),
+                          agent_call("a3", session="scv-1", prompt="three"), agent_call("a4", agent="scv", prompt="new"),
+                          Reply(text="t3"))
+    nested.nested.enqueue(Reply(text="one done"), HOLD, Reply(text="fresh start"))
+    client = nested.client
+    client.request("turn.start", {"prompt": "first"})
+    nested.turn_done()
+    [row] = nested.ps()
+    assert (row["state"], row["turn"], row["conversation"]) == ("idle", 1, "scv-1")
+    client.request("turn.start", {"prompt": "second"})
+    running = nested.held(2)
+    assert (running["state"], running["turn"], running["pid"]) == ("running", 2, row["pid"])
+    client.request("turn.cancel")
+    client.until("turn.failed", timeout=60)
+    wait_for(lambda: [r["state"] for r in nested.ps()] == ["idle"], what="the nested SCV to be idle again")
+    family = {p.pid for p in tagged_with(row["handle"])}
+    assert row["pid"] in family and len(family) >= 2, "the nested server and the SCV processes it started"
+    killed = run_scv("agents", "kill", row["handle"], "--json", env=scv_env(SCV_HOME=str(nested.scv_home)))
+    assert killed.returncode == 0, killed.stderr
+    wait_for(lambda: gone(sorted(family)) and not tagged_with(row["handle"]) and not nested.ps(),
+             what="the killed nested SCV and all its processes to be collected")
+    assert records_in(nested.scv_home) == []
+    client.request("turn.start", {"prompt": "third"})
+    assert nested.turn_done()["reply"] == "t3"
+    calls = completed_calls(client)
+    assert calls["a3"]["status"] == "failed"
+    assert "conversation scv-1 cannot continue: its server exited" in calls["a3"]["error"]
+    fresh = calls["a4"]
+    assert (fresh["status"], fresh["reply"], fresh["session"], fresh["turn"]) == ("completed", "fresh start", "scv-2", 1)
+    [new] = nested.ps()
+    assert new["conversation"] == "scv-2" and new["pid"] not in family
+
+
+BROKEN_SKILL = "---\nname: [not, a, name]\n---\n"
+
+
+@pytest.mark.parametrize("nested", [AUTO], indirect=True)
+def test_a_nested_scv_killed_mid_turn_fails_the_call_with_its_stderr_and_ends_the_conversation(nested):
+    # A broken skill of its own costs the nested SCV one stderr line as its session starts.
+    (nested.private / "skills" / "broken").mkdir(parents=True)
+    (nested.private / "skills" / "broken" / "SKILL.md").write_text(BROKEN_SKILL)
+    nested.parent.enqueue(agent_call("a1", agent="scv", prompt="one"), Reply(text="t1"),
+                          agent_call("a2", session="scv-1", prompt="two"),
+                          agent_call("a3", session="scv-1", prompt="three"), Reply(text="t2"))
+    nested.nested.enqueue(Reply(text="one done"), HOLD)
+    client = nested.client
+    client.request("turn.start", {"prompt": "first"})
+    nested.turn_done()
+    client.request("turn.start", {"prompt": "second"})
+    row = nested.held(2)
+    family = {p.pid for p in tagged_with(row["handle"])}
+    os.kill(row["pid"], signal.SIGKILL)
+    assert nested.turn_done()["reply"] == "t2"
+    calls = completed_calls(client)
+    died = calls["a2"]
+    assert died["status"] == "failed" and "the nested scv was killed by SIGKILL" in died["error"]
+    assert "broken" in died["stderr_tail"] and "its stderr ends:" in died["error"]
+    assert "session" not in died and not any(key.startswith("_") for key in died)
+    assert "is not a conversation of this session" in calls["a3"]["error"]
+    wait_for(lambda: gone(sorted(family)) and not tagged_with(row["handle"]), what="the nested SCV's processes to go")
+    assert nested.ps() == [] and records_in(nested.scv_home) == []
+
+
+@pytest.mark.parametrize("nested", [AUTO], indirect=True)
+def test_orphan_reconcile_reaps_an_idle_nested_scv_whose_parent_was_killed(nested, tmp_path, workspace):
+    nested.parent.enqueue(agent_call("a1", agent="scv", prompt="one"), Reply(text="t1"))
+    nested.nested.enqueue(Reply(text="one done"))
+    nested.client.request("turn.start", {"prompt": "first"})
+    nested.turn_done()
+    [row] = nested.ps()
+    [record] = records_in(nested.scv_home)
+    assert record["owner_pid"] == nested.client.proc.pid and record["pid"] == row["pid"]
+    family = {p.pid for p in tagged_with(row["handle"])}
+    assert row["pid"] in family
+    kill_scv_tree(nested.client.proc.pid, row["handle"])     # every parent SCV process at once, as a crash would
+    nested.client.proc.wait(10)
+    env = scv_env(SCV_HOME=str(nested.scv_home))
+    listed = json.loads(run_scv("agents", "ps", "--all", "--json", env=env).stdout)["delegations"]
+    assert [(r["handle"], r["state"]) for r in listed] == [(row["handle"], "orphan")]
+    trivial = write_script(tmp_path / "t.jsonl", {"text": "hello"})
+    done = run_scv("exec", "--script", str(trivial), "-C", str(workspace), env=env)
+    assert done.returncode == 0, done.stderr
+    assert f"stopped 1 orphaned delegation(s): {row['handle']}" in done.stderr
+    wait_for(lambda: gone(sorted(family)) and not tagged_with(row["handle"]), what="the orphaned nested SCV to go")
+    assert records_in(nested.scv_home) == []
