@@ -5,6 +5,7 @@ timeout relay including a child that ignores turn.cancel, a child dying mid-turn
 background jobs and report turns between calls, and teardown. A real nested `scv` runs at the end."""
 
 import json
+import threading
 
 import pytest
 
@@ -149,6 +150,58 @@ def test_a_timed_out_turn_relays_turn_cancel_and_stays_resumable(user, tmp_path,
     assert failure.value.fields["status"] == "timeout" and "_conversation_ended" not in failure.value.fields
     third, ctx3 = again(harness, args, "again", 3)
     assert agent.turn(third, ctx3)["reply"] == "quick"
+
+
+def gated_start(gate) -> str:
+    """A stand-in that answers its first turn.start only once `gate` exists, then settles on turn.cancel."""
+    return f"""handshake
+n=0
+while next; do
+  case "$METHOD" in
+    turn.start) n=$((n+1)); T=turn-$n
+      if [ "$n" = 1 ]; then while [ ! -e {gate} ]; do sleep 0.02; done; fi
+      reply "{{\\"turn_id\\":\\"$T\\"}}"
+      if [ "$n" != 1 ]; then {completed("second")}; fi ;;
+    turn.cancel) reply '{{"cancelled":true}}'
+      {emit("turn.failed", turn_id="@T@", reason="cancelled", error="the turn was cancelled", usage={})} ;;
+  esac
+done
+"""
+
+
+@pytest.mark.parametrize("answers", [True, False])
+def test_a_cancel_before_turn_start_is_answered_still_cancels_that_turn(user, tmp_path, harness, live, answers):
+    """The cancel overtakes the answer to turn.start: the turn may exist, so its answer is awaited
+    (then turn.cancel settles it and the conversation goes on), or, with no answer within the
+    settle time, the child is shut down and the conversation ends."""
+    gate = tmp_path / "answer-turn-start"
+    server = install_nested(user, tmp_path / "log", gated_start(gate))
+    args = acp_args("scv", server.executable, "go")
+    args["argv"], args["delegation"] = [str(server.executable), "server", "--stdio"], HANDLE
+    ctx = harness.context(args)
+
+    def cancel_while_the_start_waits():
+        wait_for(lambda: any(r["method"] == "turn.start" for r in nested_requests(server)), what="turn.start")
+        ctx.cancel()
+        if answers:
+            gate.touch()
+    conversation = nested_scv.start(args, ctx)
+    live.append(conversation)
+    helper = threading.Thread(target=cancel_while_the_start_waits, daemon=True)
+    helper.start()
+    with pytest.raises(ToolFailure) as failure:
+        conversation.turn(args, ctx)
+    helper.join()
+    fields = failure.value.fields
+    assert fields["status"] == "cancelled"
+    if answers:
+        assert "_conversation_ended" not in fields and "the conversation can continue" in str(failure.value)
+        assert [r["method"] for r in nested_requests(server)].count("turn.cancel") == 1
+        later, ctx2 = again(harness, args, "more", 2)
+        assert conversation.turn(later, ctx2)["reply"] == "second"
+    else:
+        assert fields["_conversation_ended"] is True and "did not answer turn.start" in str(failure.value)
+        assert not conversation.proc.alive
 
 
 def test_a_child_that_ignores_turn_cancel_is_shut_down(user, tmp_path, harness, live, scv_home):

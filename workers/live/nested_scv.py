@@ -177,7 +177,7 @@ class NestedScv(LiveConversation):
         finally:
             self._state.finish()
             throttle.finish()
-            self._turn_id, self._state, self._ctx = None, None, None
+            self._turn_id, self._starting, self._state, self._ctx = None, None, None, None
             self.end_turn()
             self._record_jobs()
 
@@ -185,16 +185,15 @@ class NestedScv(LiveConversation):
         """turn.start; while a turn the nested SCV started itself runs, wait for it to end first."""
         while True:
             request_id = self._starting = self._send("turn.start", {"prompt": prompt})
-            while request_id not in self._answers:
-                if ctx.token.cancelled or time.monotonic() >= deadline:
-                    raise Ended("cancelled" if ctx.token.cancelled else "timeout",
-                                f"{self.name} stopped before its turn started", keep=True)
-                self._pump(ctx, deadline, throttle)
+            self._await_start(request_id, ctx, deadline, throttle)
             answer = self._answers.pop(request_id)
             self._starting = None
             if answer.error is None and isinstance(answer.result, dict):
-                return str(answer.result.get("turn_id"))
+                return str(answer.result.get("turn_id"))        # a cancel meanwhile: _follow sends turn.cancel
             message = str((answer.error or {}).get("message", answer.result))
+            if ctx.token.cancelled or time.monotonic() >= deadline:
+                raise Ended("cancelled" if ctx.token.cancelled else "timeout",
+                            f"{self.name} stopped before its turn started", keep=True)
             if BUSY not in message:
                 raise Ended("failed", f"the nested scv refused turn.start: {redact_message(message)}", keep=True)
             # Its own report turn runs: once it ends, ours starts (a turn that has not announced
@@ -205,6 +204,22 @@ class NestedScv(LiveConversation):
                     raise Ended("cancelled" if ctx.token.cancelled else "timeout",
                                 f"{self.name} stopped before its turn started", keep=True)
                 self._pump(ctx, deadline if self._own_turn is not None else min(deadline, waited), throttle)
+
+    def _await_start(self, request_id: int, ctx: WorkerContext, deadline: float, throttle) -> None:
+        """The answer to our turn.start. Once it is sent the turn may exist, so a cancel (or the
+        deadline) waits up to the settle time for that answer rather than leave a turn running
+        that nobody cancels and whose events nobody follows."""
+        settle_by = None
+        while request_id not in self._answers:
+            now = time.monotonic()
+            if settle_by is None and (ctx.token.cancelled or now >= deadline):
+                settle_by = now + SETTLE_SECONDS
+            elif settle_by is not None and now >= settle_by:
+                self.proc.shutdown()
+                raise Ended("cancelled" if ctx.token.cancelled else "timeout",
+                            f"{self.name} did not answer turn.start within {SETTLE_SECONDS:g} s of the "
+                            "cancel, so it was stopped; start a new conversation (omit session)", keep=False)
+            self._pump(ctx, settle_by if settle_by is not None else deadline, throttle)
 
     def _follow(self, ctx: WorkerContext, deadline: float, throttle) -> None:
         stopping, settle_by = None, 0.0
