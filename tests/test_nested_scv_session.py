@@ -268,7 +268,7 @@ def test_a_cancelled_call_cancels_the_nested_turn_and_keeps_the_conversation(nes
 @pytest.mark.parametrize("nested", [AUTO], indirect=True)
 def test_a_timed_out_call_whose_nested_turn_settles_stays_resumable(nested):
     nested.parent.enqueue(agent_call("a1", agent="scv", prompt="one"),
-                          agent_call("a2", session="scv-1", prompt="two", timeout_seconds=3),
+                          agent_call("a2", session="scv-1", prompt="two", timeout_seconds=5),
                           agent_call("a3", session="scv-1", prompt="three"), Reply(text="all three"))
     nested.nested.enqueue(Reply(text="one done"), HOLD, Reply(text="three done"))
     nested.client.request("turn.start", {"prompt": "go"})
@@ -317,6 +317,25 @@ def test_agents_ps_tracks_the_nested_scv_and_kill_between_turns_ends_its_convers
     assert (fresh["status"], fresh["reply"], fresh["session"], fresh["turn"]) == ("completed", "fresh start", "scv-2", 1)
     [new] = nested.ps()
     assert new["conversation"] == "scv-2" and new["pid"] not in family
+
+
+@pytest.mark.parametrize("nested", [AUTO], indirect=True)
+def test_agents_kill_during_a_nested_turn_cancels_the_call_and_ends_the_conversation(nested):
+    nested.parent.enqueue(agent_call("a1", agent="scv", prompt="take your time"),
+                          agent_call("a2", session="scv-1", prompt="still there?"), Reply(text="t1"))
+    nested.nested.enqueue(HOLD)
+    client = nested.client
+    client.request("turn.start", {"prompt": "delegate it"})
+    row = nested.held(1)
+    family = {p.pid for p in tagged_with(row["handle"])}
+    assert run_scv("agents", "kill", row["handle"], env=scv_env(SCV_HOME=str(nested.scv_home))).returncode == 0
+    assert nested.turn_done()["reply"] == "t1"
+    calls = completed_calls(client)
+    assert calls["a1"]["status"] == "cancelled" and "was stopped by scv agents kill" in calls["a1"]["error"]
+    assert "session" not in calls["a1"]
+    assert "is not a conversation of this session" in calls["a2"]["error"]
+    wait_for(lambda: gone(sorted(family)) and not tagged_with(row["handle"]), what="the killed nested SCV to go")
+    assert nested.ps() == [] and records_in(nested.scv_home) == []
 
 
 BROKEN_SKILL = "---\nname: [not, a, name]\n---\n"

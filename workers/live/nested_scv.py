@@ -258,10 +258,23 @@ class NestedScv(LiveConversation):
         error = redact_message(str(params.get("error") or "the nested turn failed"))
         status = "cancelled" if reason in ("cancelled", "interrupted") else "failed"
         kind = verdict.classify(error) if reason == "provider" else None
-        raise self.failure(Ended(status, f"the nested scv's turn failed ({reason}): {error}", keep=True,
+        stopped = reason == "interrupted"
+        if stopped:
+            self._await_exit()
+        raise self.failure(Ended(status, f"the nested scv's turn failed ({reason}): {error}", keep=not stopped,
                                  available=kind not in AVAILABILITY,
                                  hint=hint_for(self.name) if kind == "signin" else None),
                            self._result(status, reply, usage or None, cut))
+
+    def _await_exit(self) -> None:
+        """An interrupted turn: the nested SCV was signalled (`scv agents kill`, a shutdown) and
+        exits right after it, so the conversation ends with it. Collected here, within the settle
+        time (then stopped), so the call says who stopped it and no later call finds it half gone."""
+        end = time.monotonic() + SETTLE_SECONDS
+        while self.proc.alive and time.monotonic() < end:
+            pumped = self.proc.pump(max(0.0, end - time.monotonic()), (), self.out)
+            self._read(pumped.stdout, pumped.exited)
+        self.proc.shutdown()
 
     def _result(self, status: str, reply: str, usage, cut: bool) -> dict[str, Any]:
         result = {"agent": self.name, "status": status, "reply": reply, "usage": usage, "_cwd": self.cwd,
