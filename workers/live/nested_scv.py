@@ -213,12 +213,15 @@ class NestedScv(LiveConversation):
         while request_id not in self._answers:
             now = time.monotonic()
             if settle_by is None and (ctx.token.cancelled or now >= deadline):
+                # STARTING -> STOPPING: the answer decides whether there is a turn to cancel.
                 settle_by = now + SETTLE_SECONDS
             elif settle_by is not None and now >= settle_by:
+                # STOPPING -> SHUT DOWN: no answer; the conversation ends.
                 self.proc.shutdown()
+                what = "was cancelled" if ctx.token.cancelled else "ran past the timeout"
                 raise Ended("cancelled" if ctx.token.cancelled else "timeout",
-                            f"{self.name} did not answer turn.start within {SETTLE_SECONDS:g} s of the "
-                            "cancel, so it was stopped; start a new conversation (omit session)", keep=False)
+                            f"{self.name} {what} and did not answer turn.start within {SETTLE_SECONDS:g} s, so it "
+                            "was stopped; start a new conversation (omit session)", keep=False)
             self._pump(ctx, settle_by if settle_by is not None else deadline, throttle)
 
     def _follow(self, ctx: WorkerContext, deadline: float, throttle) -> None:
