@@ -4,6 +4,7 @@ SIGTERM, the death of its parent, and SIGKILL of the runner itself each leave no
 agent behind (one that ignores SIGTERM and leaves a setsid grandchild); bad input, a refused
 call and a cwd outside the node's workspace give one failed result."""
 
+import contextlib
 import json
 import os
 import signal
@@ -50,10 +51,8 @@ def kill_leftovers(pids_file, *procs) -> None:
         if proc.poll() is None:
             proc.kill()
     for pid in pids_in(pids_file):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def lines_of(stdout: bytes) -> list[dict]:
