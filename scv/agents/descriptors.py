@@ -65,6 +65,10 @@ class Descriptor:
     extra_env: dict[str, str] = field(default_factory=dict)
     # Variables removed from the inherited environment besides every *_API_KEY (prefixes end in _).
     removed_env: tuple[str, ...] = ()
+    # Yes/no variables the agent reads only as "1": an inherited yes in any spelling becomes 1, a no
+    # is removed (containers set IS_SANDBOX=yes; claude-agent-acp reads that as yes and starts
+    # Claude Code with a switch that Claude Code, as root, lets through only with IS_SANDBOX=1).
+    flags_read_as_one: tuple[str, ...] = ()
     search_dirs: tuple[str, ...] = (".local/bin",)   # relative to the user's home, before PATH
     signin_checked_by_file: bool = False
     acp: AcpServer | None = None                     # None: no ACP server (one process per turn only)
@@ -109,6 +113,7 @@ DESCRIPTORS: dict[str, Descriptor] = {d.name: d for d in (
         full_permission_args=("--permission-mode", "bypassPermissions"),
         acp=AcpServer("claude-agent-acp", full_permission_modes=("bypassPermissions",), asking_modes=("default",),
                       package="npm @agentclientprotocol/claude-agent-acp"),
+        flags_read_as_one=("IS_SANDBOX",),
     ),
     Descriptor(
         name=CODEX, product="Codex",

@@ -5,11 +5,8 @@ state variable of any vendor, then a private HOME, SCV_HOME and XDG folders unde
 from pathlib import Path
 
 from scv import lineage
-from scv.agents.descriptors import CLAUDE, COMMON_REMOVED, Descriptor, agent_home, state_dir
+from scv.agents.descriptors import COMMON_REMOVED, Descriptor, agent_home, state_dir
 
-# Containers declare themselves sandboxes with IS_SANDBOX, in any spelling; claude-agent-acp takes
-# any non-empty value as yes and starts Claude Code with its skip-permissions switch, which Claude
-# Code, running as root, accepts only with IS_SANDBOX=1, so `session/new` fails outright.
 FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
 
 
@@ -42,11 +39,12 @@ def build_environment(descriptor: Descriptor, inherited: dict[str, str], scv_hom
         env.update(descriptor.full_permission_env)
     env[lineage.PARENT_VARIABLE] = lineage.extend(inherited.get(lineage.PARENT_VARIABLE), parent)
     env[lineage.DEPTH_VARIABLE] = str(depth)
-    if descriptor.name == CLAUDE and "IS_SANDBOX" in env:
-        if env["IS_SANDBOX"].strip().lower() in FALSE_WORDS:
-            del env["IS_SANDBOX"]
-        else:
-            env["IS_SANDBOX"] = "1"     # the one spelling both the ACP server and the CLI read alike
+    for name in descriptor.flags_read_as_one:
+        if name in env:
+            if env[name].strip().lower() in FALSE_WORDS:
+                del env[name]
+            else:
+                env[name] = "1"
     return env
 
 

@@ -8,6 +8,7 @@ tells the tool the agent's own session id, the directory and whether the agent c
 """
 
 import abc
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -60,6 +61,16 @@ class AgentBackend(abc.ABC):
     def run(self, call: AgentCall, conversation: Conversation | None, ctx: ToolContext, launch: Launch,
             home: Path) -> Result:
         """Runs one turn (`conversation` is None when the agent keeps none) and returns its result."""
+
+
+def turn_directory(call: AgentCall, ctx: ToolContext) -> str:
+    """Where the turn runs, as the person approving reads it: the call's cwd, else the
+    conversation's, else the workspace."""
+    if call.cwd:
+        return os.path.realpath(os.path.join(ctx.workspace, call.cwd))
+    if call.conversation is not None and call.conversation.cwd is not None:
+        return call.conversation.cwd
+    return str(ctx.workspace)
 
 
 def turn_fields(call: AgentCall, conversation: Conversation | None, ctx: ToolContext,

@@ -9,7 +9,7 @@ import json
 import os
 from pathlib import Path
 
-from scv.agents.backends.base import AgentBackend, AgentCall, turn_fields
+from scv.agents.backends.base import AgentBackend, AgentCall, turn_directory, turn_fields
 from scv.agents.conversations import Conversation
 from scv.agents.descriptors import agent_home, build_argv
 from scv.messages import Result
@@ -34,7 +34,7 @@ class CliBackend(AgentBackend):
         resume = f"<session of {conversation.handle}>" if conversation is not None else None
         argv = self._argv(call, new_session="<new session id>", resume=resume, outfile="<private tmp file>")
         shown = [short(arg, 300) for arg in argv[1:]]
-        directory = os.path.realpath(os.path.join(ctx.workspace, call.cwd)) if call.cwd else str(ctx.workspace)
+        directory = turn_directory(call, ctx)
         text = (f"agent {call.name}: Launch {argv[0]} with args {json.dumps(shown, ensure_ascii=False)} in "
                 f"{directory} (timeout {int(call.timeout_seconds)} s). Delegate risk: the agent reads, "
                 "writes and runs commands on its own, may use the credentials it can reach, and calls its own "

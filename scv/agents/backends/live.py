@@ -9,7 +9,8 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
-from scv.agents.backends.base import AgentBackend, AgentCall, turn_fields
+from scv.agents import live_plan
+from scv.agents.backends.base import AgentBackend, AgentCall, turn_directory, turn_fields
 from scv.agents.conversations import Conversation
 from scv.errors import WorkerLost
 from scv.messages import AgentPrivate, Result
@@ -28,9 +29,16 @@ class LiveBackend(AgentBackend):
     transport: ClassVar[str]
     executor: ClassVar[str]         # the factory of the worker-side live agent ("module:function")
 
+    def summary(self, call: AgentCall, ctx: ToolContext) -> str:
+        conversation = call.conversation.handle if call.conversation is not None else None
+        return live_plan.summary(call.offered, prompt=call.prompt, directory=turn_directory(call, ctx),
+                                 timeout_seconds=call.timeout_seconds, full_permissions=call.full_permissions,
+                                 conversation=conversation, model=call.model, effort=call.effort)
+
     def turn_args(self, call: AgentCall, conversation: Conversation, ctx: ToolContext, home: Path) -> dict[str, Any]:
         """What the live agent gets for one turn (the factory gets the first turn's too)."""
         return {**turn_fields(call, conversation, ctx, f"{call.name}-{os.urandom(3).hex()}"),
+                "argv": live_plan.server_argv(call.offered, call.full_permissions),
                 "prompt": call.prompt, "model": call.model, "effort": call.effort, "scv_home": str(home)}
 
     def run(self, call: AgentCall, conversation: Conversation | None, ctx: ToolContext, launch: Launch,

@@ -3,13 +3,13 @@ conversation in one live worker (workers/live/nested_scv.py). Its approval reque
 through the calling session's gate; its own background jobs keep it busy between calls."""
 
 from scv.agents import live_plan
-from scv.agents.backends.acp import LiveServerBackend
 from scv.agents.backends.base import AgentCall
+from scv.agents.backends.live import LiveBackend
 from scv.agents.descriptors import NESTED
 from scv.errors import RefusedError
 
 
-class NestedScvBackend(LiveServerBackend):
+class NestedScvBackend(LiveBackend):
     transport = NESTED
     executor = live_plan.FACTORIES[NESTED]
 
