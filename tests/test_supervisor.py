@@ -135,7 +135,7 @@ def test_no_descriptor_or_process_leaks_across_a_thousand_calls(runner, workspac
     # Finished workers are reaped as they exit: none waits as a zombie for the next call.
     fork_point = supervisor.fork_point_pid
     _settle(lambda: not _zombies(fork_point))
-    assert _zombies(fork_point) == []
+    assert _zombies(fork_point) == [], _stat_lines(_zombies(fork_point))
     # Only the spare worker (and at most one exiting worker) came and stayed.
     _settle(lambda: len(REAL.descendants(fork_point)) <= processes_before + 1)
     assert len(REAL.descendants(fork_point)) <= processes_before + 1, _described(REAL.descendants(fork_point))
@@ -143,6 +143,19 @@ def test_no_descriptor_or_process_leaks_across_a_thousand_calls(runner, workspac
 
 def _zombies(pid: int) -> list[int]:
     return [child for child in REAL.children(pid) if not is_running(child) and start_time(child) is not None]
+
+
+def _stat_lines(pids: list[int]) -> list[str]:
+    """Each process's /proc stat (name, state, parent) and thread count, to tell a failure apart."""
+    out = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                stat = fh.read().split()[:5]
+            out.append(f"{' '.join(stat)} threads={len(os.listdir(f'/proc/{pid}/task'))}")
+        except OSError:
+            out.append(f"{pid} (gone)")
+    return out
 
 
 def _described(pids: list[int]) -> list[tuple[int, str]]:
