@@ -8,8 +8,8 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scv.agents.options import check_model
-from scv.errors import RefusedError
+from scv.core.agents.options import check_model
+from scv.core.errors import RefusedError
 from workers.agents.lines import LineSplitter
 from workers.agents.parse_claude import ClaudeStreamParser
 from workers.agents.parse_codex import CodexJsonParser

@@ -9,10 +9,10 @@ from datetime import datetime, timedelta, timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scv.chat.archive import Message, append_message, decode_line
-from scv.chat.history import Log, search
-from scv.chat.layout import episode_id, episode_start
-from scv.chat.refusals import BROWSER_PROFILES, HOME_SECRETS, HOST_SECRETS, AttachRules, path_refusal
+from scv.core.chat.archive import Message, append_message, decode_line
+from scv.core.chat.history import Log, search
+from scv.core.chat.layout import episode_id, episode_start
+from scv.core.chat.refusals import BROWSER_PROFILES, HOME_SECRETS, HOST_SECRETS, AttachRules, path_refusal
 from scv.skills.front_matter import NAME, FrontMatterError, parse
 
 _LOG = tempfile.mkdtemp(prefix="scv-fuzz-chat-")

@@ -4,9 +4,9 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scv.errors import ProtocolError
-from scv.frames import FrameReader, frame
-from scv.messages import decode_from_worker, decode_to_worker
+from scv.core.errors import ProtocolError
+from scv.core.frames import FrameReader, frame
+from scv.core.messages import decode_from_worker, decode_to_worker
 
 
 @given(st.lists(st.binary(max_size=5000), max_size=20), st.lists(st.integers(min_value=0), max_size=60))

@@ -15,8 +15,8 @@ import urllib3.util
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scv.web.addresses import refusal
-from scv.web.urls import UrlError, WebUrl, parse_url
+from scv.core.web.addresses import refusal
+from scv.core.web.urls import UrlError, WebUrl, parse_url
 
 _TRICKY = "aAz09xX.-_@:[]%\\/?#=&+~ \t\r\n\x00\x7f\u00a0\u3002\uff0e\u0131\u212a\ud800é"
 schemes = st.sampled_from(["http", "https", "HTTP", "HtTpS", "ftp", "file", "javascript", "http+unix", ""])

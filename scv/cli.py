@@ -8,7 +8,7 @@ import sys
 import click
 
 from scv import __version__
-from scv.errors import ScvError
+from scv.core.errors import ScvError
 
 
 class ScvGroup(click.Group):

@@ -10,9 +10,9 @@ import msgspec
 from hypothesis import strategies as st
 
 from scv.batch import results, tasks
-from scv.delegations import records
+from scv.core.delegations import records
+from scv.core.errors import RefusedError, UsageError
 from scv.delegations.transcripts_gc import HOUR, parse_age
-from scv.errors import RefusedError, UsageError
 
 FIELDS = st.dictionaries(st.sampled_from(["id", "prompt", "agent", "cwd", "model", "effort", "timeout_seconds",
                                           "colour"]),

@@ -1,9 +1,9 @@
-"""An in-memory worker channel and a fake clock, to drive the relay (scv/relay.py) without
+"""An in-memory worker channel and a fake clock, to drive the relay (scv/supervision/relay.py) without
 processes: the channel hands out scripted events at scripted times and records what is sent."""
 
 from dataclasses import dataclass, field
 
-from scv.worker_channel import CancelRequested
+from scv.supervision.worker_channel import CancelRequested
 
 
 @dataclass

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from scv.approval import approve_all
-from scv.calls import ToolRunner
 from scv.chat.channel import ChatChannel, open_channel
-from scv.chat.layout import make_private_dirs
-from scv.config import Config, load_config
+from scv.config.load import Config, load_config
+from scv.core.chat.layout import make_private_dirs
+from scv.session.calls import ToolRunner
+from scv.supervision.approval import approve_all
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry
 

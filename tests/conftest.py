@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from scv.agents.session import open_agent_session
-from scv.approval import approve_all
-from scv.calls import ToolRunner
-from scv.config import Config, load_config
-from scv.config import scv_home as scv_home_path
-from scv.supervisor import Supervisor
+from scv.config.load import Config, load_config
+from scv.config.load import scv_home as scv_home_path
+from scv.session.calls import ToolRunner
+from scv.supervision.approval import approve_all
+from scv.supervision.supervisor import Supervisor
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry, executor_modules
 from scv.tools.services import Services

@@ -7,7 +7,7 @@ import ctypes
 import os
 import time
 
-from scv.frames import HEADER
+from scv.core.frames import HEADER
 
 
 def segfault(args, ctx):

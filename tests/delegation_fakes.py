@@ -88,7 +88,7 @@ def session_services(ctx, home: Path | None = None):
     """What a session hands its tools: its agents (discovered now) and, with jobs on, a job table
     whose report turns go nowhere."""
     from scv.agents.session import open_agent_session
-    from scv.config import scv_home
+    from scv.config.load import scv_home
     from scv.jobs.manager import Jobs
     from scv.tools.services import Services
     jobs = None

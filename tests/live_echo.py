@@ -6,7 +6,7 @@ import os
 import select
 import subprocess
 
-from scv.oscalls import TAG_VARIABLE
+from scv.core.oscalls import TAG_VARIABLE
 from workers.runtime import ToolFailure
 
 

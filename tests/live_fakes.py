@@ -16,10 +16,10 @@ from typing import Any, Callable
 
 import pytest
 
-from scv.frames import frame
-from scv.messages import Call, Cancel, encode
+from scv.core.frames import frame
+from scv.core.messages import Call, Cancel, encode
 from tests.agent_fakes import FakeAgent, install
-from workers.cancel_token import CancelToken
+from workers.running.cancel_token import CancelToken
 
 ROOT = Path(__file__).resolve().parent.parent
 PEER = ROOT / "tests" / "acp_peer.py"

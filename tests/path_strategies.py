@@ -58,8 +58,8 @@ def built_tree(spec):
 def check_lexical(path: str) -> None:
     """The property of the lexical validator: a path is refused with a sentence, or split into
     plain components; a trailing '/' (or '/.') keeps those components and names a directory."""
-    from scv.errors import RefusedError
-    from scv.paths import names_directory, split_relative
+    from scv.core.errors import RefusedError
+    from scv.core.paths import names_directory, split_relative
     try:
         parts = split_relative(path)
     except RefusedError as err:
@@ -75,7 +75,7 @@ def check_lexical(path: str) -> None:
 
 
 def _open_or_error(root: int, path: str, walker: bool, directory: bool):
-    from scv.safe_open import PathError, open_beneath
+    from scv.core.safe_open import PathError, open_beneath
     try:
         return open_beneath(root, path.split("/"), os.O_RDONLY | os.O_NONBLOCK, walker=walker, directory=directory)
     except PathError as err:
@@ -112,7 +112,7 @@ def check_trailing_slash_names_a_directory(tree, path: str, walker: bool) -> Non
 def check_open_stays_inside(tree, path: str, walker: bool) -> None:
     """The property: whatever the tree and path, open_beneath either refuses or returns a
     descriptor of something inside the workspace."""
-    from scv.safe_open import PathError, open_beneath
+    from scv.core.safe_open import PathError, open_beneath
     with built_tree(tree) as ws:
         real_ws = os.path.realpath(ws)
         root = os.open(ws, os.O_PATH | os.O_DIRECTORY)

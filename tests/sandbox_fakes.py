@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from scv.config import Config, ToolsConfig
+from scv.config.load import Config, ToolsConfig
 from scv.sandbox import kernel
 
 SUPPORT = kernel.support()

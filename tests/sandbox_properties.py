@@ -5,8 +5,8 @@ import posixpath
 
 from hypothesis import strategies as st
 
-from scv.sandbox import rules
-from scv.sandbox.policy import DEVICES, SandboxRequest, build_policy
+from scv.core.sandbox import rules
+from scv.core.sandbox.policy import DEVICES, SandboxRequest, build_policy
 
 
 class FakeFs:

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 import pytest
 
 from scv.agents.conversations import Conversations
-from scv.agents.options import check_effort, check_model, check_prompt
-from scv.errors import RefusedError
+from scv.core.agents.options import check_effort, check_model, check_prompt
+from scv.core.errors import RefusedError
 from tests.agent_fakes import CAPTURES
 from workers.agents.capture import Tail, bound
 from workers.agents.lines import LineSplitter

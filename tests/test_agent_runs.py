@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from scv.cancellation import Cancellation
-from scv.errors import RefusedError
+from scv.core.cancellation import Cancellation
+from scv.core.errors import RefusedError
 from tests.agent_fakes import install, on_cli
 
 

@@ -7,12 +7,12 @@ import json
 import pytest
 
 from scv.agents.session import open_agent_session
-from scv.config import load_config
-from scv.config import scv_home as scv_home_path
-from scv.errors import ConfigError, RefusedError
-from scv.tools.agent import AgentTool
+from scv.config.load import load_config
+from scv.config.load import scv_home as scv_home_path
+from scv.core.errors import ConfigError, RefusedError
+from scv.core.messages import AgentPrivate, Call, Result
+from scv.tools.agent.tool import AgentTool
 from scv.tools.base import Risk, ToolContext
-from scv.messages import AgentPrivate, Call, Result
 from scv.tools.registry import build_registry
 from scv.tools.services import Services
 from tests.agent_fakes import install, on_cli
@@ -265,7 +265,7 @@ def test_tool_contract_with_agents_on_offer(offer, context):
     conformance test sees none installed). With claude and codex on offer every option is in the
     schema, and with a preferred agent only the prompt is required."""
     import msgspec
-    from scv.tools.agent import AgentArgs
+    from scv.tools.agent.tool import AgentArgs
     offer("claude", "codex")
     ctx = context('[agent]\nprefer = ["codex"]\n')
     spec = agent_tool(ctx)

@@ -2,8 +2,8 @@
 same request to Grok (a guardrail refusal included) and otherwise tells the user, never passing
 the request to another agent on the main agent's own initiative."""
 
-from scv.config import load_config
-from scv.prompt import system_prompt
+from scv.config.load import load_config
+from scv.session.prompt import system_prompt
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry
 from tests.delegation_fakes import fake_agent, session_services

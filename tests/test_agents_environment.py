@@ -1,12 +1,12 @@
-"""The environment a delegated agent gets (scv/agents/environment.py): what it inherits, what is
+"""The environment a delegated agent gets (scv/core/agents/environment.py): what it inherits, what is
 taken away, and the values SCV rewrites for one agent's sake."""
 
 from pathlib import Path
 
 import pytest
 
-from scv.agents.descriptors import DESCRIPTORS
-from scv.agents.environment import build_environment
+from scv.core.agents.descriptors import DESCRIPTORS
+from scv.core.agents.environment import build_environment
 
 
 def environment(agent: str, inherited: dict[str, str]) -> dict[str, str]:

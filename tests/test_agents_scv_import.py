@@ -9,7 +9,7 @@ import tomllib
 import pytest
 
 from scv.agents.scv_import import render, ActiveProvider
-from scv.config import ProviderProfile
+from scv.config.load import ProviderProfile
 from tests.conftest import run_scv, scv_env
 from tests.fakes import setup_fake_home
 

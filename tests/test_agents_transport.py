@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from scv.agents.descriptors import ACP, DESCRIPTORS, NESTED, RESUME
 from scv.agents.offered import discover
 from scv.agents.transport import LIVE_BACKENDS, choose
-from scv.config import load_config
-from scv.errors import ConfigError
+from scv.config.load import load_config
+from scv.core.agents.descriptors import ACP, DESCRIPTORS, NESTED, RESUME
+from scv.core.errors import ConfigError
 
 RUNNING = ("/usr/bin/python3", "-m", "scv")
 ALL = frozenset({RESUME}) | LIVE_BACKENDS
@@ -140,8 +140,8 @@ def test_a_project_config_sets_none_of_the_agent_keys(tmp_path, key):
 
 
 def test_live_approval_summaries_name_the_server_the_prompt_and_full_permissions():
-    from scv.agents.live_plan import FACTORIES, server_argv, summary, worker_args
     from scv.agents.offered import OfferedAgent
+    from scv.tools.agent.live_plan import FACTORIES, server_argv, summary, worker_args
     grok = pick("grok", "grok")
     offered = OfferedAgent(DESCRIPTORS["grok"], grok.executable, grok)
     assert server_argv(offered, True) == ["/home/u/.local/bin/grok", "agent", "--always-approve", "stdio"]

@@ -4,9 +4,9 @@ import io
 
 import pytest
 
-from scv.approval import Verdict, check_approval, choose_approver, no_person, policy_verdict, terminal_approver
-from scv.config import Config, ToolsConfig
-from scv.errors import RefusedError
+from scv.config.load import Config, ToolsConfig
+from scv.core.errors import RefusedError
+from scv.supervision.approval import Verdict, check_approval, choose_approver, no_person, policy_verdict, terminal_approver
 from scv.tools.base import Risk
 
 

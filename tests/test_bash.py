@@ -5,9 +5,9 @@ import time
 
 import pytest
 
-from scv.cancellation import Cancellation
-from scv.config import Config, ToolsConfig
-from scv.oscalls import REAL
+from scv.config.load import Config, ToolsConfig
+from scv.core.cancellation import Cancellation
+from scv.core.oscalls import REAL
 from tests.fakes import settle
 
 
@@ -159,6 +159,6 @@ def test_a_child_killed_by_a_signal(runner):
 
 
 def test_the_timeout_ceiling_is_refused_before_anything_runs(runner):
-    from scv.errors import RefusedError
+    from scv.core.errors import RefusedError
     with pytest.raises(RefusedError, match="over the ceiling of 14400 seconds"):
         runner.prepare("bash", {"command": "true", "timeout_seconds": 14401})

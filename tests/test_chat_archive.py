@@ -1,6 +1,6 @@
 """The chat archive's one writer and its reader: the episode rule (/new, eight quiet hours), IDs,
 a line cut by a crash, writers in several processes, and a hypothesis round trip of generated
-conversations through `append_message` / `mark_new` and back through `scv.chat.history`."""
+conversations through `append_message` / `mark_new` and back through `scv.core.chat.history`."""
 
 import hashlib
 import subprocess
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scv.chat.archive import FileEntry, Message, Voice, append_message, iter_episodes, mark_new
-from scv.chat.history import Files, Log, episodes, read, search
-from scv.chat.layout import episode_id, episode_start, media_digest, media_dir
+from scv.core.chat.archive import FileEntry, Message, Voice, append_message, iter_episodes, mark_new
+from scv.core.chat.history import Files, Log, episodes, read, search
+from scv.core.chat.layout import episode_id, episode_start, media_digest, media_dir
 from tests.chat_fakes import at
 from tests.conftest import scv_env
 
@@ -87,7 +87,7 @@ def test_a_line_cut_by_a_crash_is_closed_and_skipped(tmp_path):
 
 def test_writers_in_several_processes_share_a_conversation(tmp_path):
     folder = tmp_path / "c"
-    code = ("import sys\nfrom datetime import datetime, timezone\nfrom scv.chat.archive import append_message\n"
+    code = ("import sys\nfrom datetime import datetime, timezone\nfrom scv.core.chat.archive import append_message\n"
             "for n in range(60):\n"
             "    append_message(sys.argv[1], {'time': datetime.now(timezone.utc), 'author': 'owner',\n"
             "                                 'text': sys.argv[2]})\n")
@@ -166,7 +166,7 @@ def test_generated_conversations_round_trip(tmp_path_factory, steps):
 
 
 def test_a_batch_is_written_as_one_message_at_a_time_would_be(tmp_path):
-    from scv.chat.archive import append_messages
+    from scv.core.chat.archive import append_messages
     messages = [Message(time=at(2026, 9, 26, 8, 0, 0) + timedelta(hours=n * 3), author="owner", text=f"m{n}")
                 for n in range(8)]
     one, many = tmp_path / "one", tmp_path / "many"
@@ -181,7 +181,7 @@ def test_a_batch_is_written_as_one_message_at_a_time_would_be(tmp_path):
 
 
 def test_characters_whose_casefold_is_ascii_are_found_both_ways(tmp_path):
-    from scv.chat.history import CASEFOLDS_TO_ASCII
+    from scv.core.chat.history import CASEFOLDS_TO_ASCII
     computed = "".join(chr(c) for c in range(128, 0x110000) if not 0xD800 <= c <= 0xDFFF
                        and any(ord(x) < 128 for x in chr(c).casefold()))
     assert CASEFOLDS_TO_ASCII == computed

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scv.chat.refusals import BROWSER_PROFILES, HOME_SECRETS, HOST_SECRETS, MAX_BYTES, path_refusal
-from scv.errors import RefusedError
+from scv.core.chat.refusals import BROWSER_PROFILES, HOME_SECRETS, HOST_SECRETS, MAX_BYTES, path_refusal
+from scv.core.errors import RefusedError
 from scv.tools.base import Risk
 from scv.tools.chat_attach import ChatAttachTool
 from tests.chat_fakes import PNG, call, channel_ctx, outbox_names, runner_for, sent_file

@@ -8,9 +8,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from scv.chat.archive import FileEntry, Message, Voice, append_message, mark_new, record_kept
-from scv.config import Config, ToolsConfig
-from scv.errors import RefusedError
+from scv.config.load import Config, ToolsConfig
+from scv.core.chat.archive import FileEntry, Message, Voice, append_message, mark_new, record_kept
+from scv.core.errors import RefusedError
 from scv.tools.base import Risk
 from tests.chat_fakes import ctx, runner  # noqa: F401 (fixtures)
 from tests.chat_fakes import at, call, channel_ctx, runner_for, sent_file

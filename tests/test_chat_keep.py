@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from scv.chat.archive import FileEntry, Message, append_message, read_kept
-from scv.errors import RefusedError
+from scv.core.chat.archive import FileEntry, Message, append_message, read_kept
+from scv.core.errors import RefusedError
 from scv.tools.base import Risk
 from scv.tools.chat_keep import ChatKeepTool
 from tests.chat_fakes import ctx, runner  # noqa: F401 (fixtures)

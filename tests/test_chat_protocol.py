@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scv.chat.layout import media_digest
+from scv.core.chat.layout import media_digest
 from tests.chat_fakes import PNG
 from tests.conftest import scv_env
 from tests.fake_openai import FakeOpenAI, Reply

@@ -41,7 +41,7 @@ def test_tool_read_imports_no_agent_web_or_job_code(tmp_path, workspace):
     assert "scv.tools.read" in modules          # the real path ran
     unwanted = [name for name in modules
                 if name.split(".")[0] in ("requests", "lxml", "readability")
-                or name.startswith(("scv.tools.agent", "scv.tools.web_", "scv.jobs", "scv.agents.session",
+                or name.startswith(("scv.tools.agent.tool", "scv.tools.web_", "scv.jobs", "scv.agents.session",
                                     "scv.skills.index"))]
     assert unwanted == []
 

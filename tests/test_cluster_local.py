@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from scv import oscalls
 from scv.batch.remote_check import checker
 from scv.cluster import processes
 from scv.cluster.processes import NodeRecord, RayProcess
 from scv.cluster.settings import ClusterError, ensure_token, parse_address, ray_environment, read_token
-from scv.config import Config
-from scv.errors import RefusedError, UsageError
+from scv.config.load import Config
+from scv.core import oscalls
+from scv.core.errors import RefusedError, UsageError
 from tests.conftest import run_scv, scv_env
 from tests.delegation_fakes import fake_agent, gone
 from tests.fakes import setup_fake_home, wait_for

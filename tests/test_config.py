@@ -2,8 +2,8 @@
 
 import pytest
 
-from scv.config import load_config
-from scv.errors import ConfigError
+from scv.config.load import load_config
+from scv.core.errors import ConfigError
 
 
 def write(path, text):

@@ -9,8 +9,8 @@ import msgspec
 from click.testing import CliRunner
 
 from scv.cli import main
-from scv.config import ToolsConfig
-from scv.config_view import MASK, settings_of
+from scv.config.load import ToolsConfig
+from scv.config.view import MASK, settings_of
 from tests.conftest import run_scv
 
 SECRETS = ("sk-user-secret-1111", "Bearer hdr-secret-2222", "q-secret-3333", "pw-secret-4444",

@@ -11,14 +11,14 @@ import pytest
 
 from scv.agents.session import open_agent_session
 from scv.chat.channel import ChatChannel
-from scv.config import load_config
-from scv.errors import RefusedError
+from scv.config.load import load_config
+from scv.core.errors import RefusedError
+from scv.core.messages import Call, Result
 from scv.jobs.manager import Jobs
-from scv.messages import Call, Result
 from scv.skills.index import session_skills
 from scv.tools.base import Risk, ToolContext, ToolSpec
-from scv.tools.chat_keep import ChatKeepTool
 from scv.tools.catalog import BUILTIN_SPECS
+from scv.tools.chat_keep import ChatKeepTool
 from scv.tools.registry import BUILTIN, Registry, executor_modules, spec_class
 from scv.tools.services import Services
 

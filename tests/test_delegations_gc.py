@@ -7,7 +7,7 @@ import time
 
 import psutil
 
-from scv.delegations import records
+from scv.core.delegations import records
 from scv.delegations.transcripts_gc import parse_age
 from tests.conftest import run_scv
 

@@ -11,7 +11,7 @@ import time
 
 import psutil
 
-from scv.delegations import processes, records
+from scv.core.delegations import processes, records
 from scv.delegations.reconcile import live_marker_ids, reconcile
 from tests.conftest import run_scv, scv_env
 from tests.delegation_fakes import fake_agent, kill_scv_tree, records_in, tagged_with

@@ -9,7 +9,7 @@ import threading
 
 import psutil
 
-from scv.delegations import records
+from scv.core.delegations import records
 from tests.conftest import run_scv
 from tests.delegation_fakes import codex_reply_lines, fake_agent, records_in, tagged_with
 from tests.fakes import setup_fake_home, wait_for

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scv.errors import ProtocolError
-from scv.frames import HEADER, FrameReader, frame
-from scv.messages import Call, Cancel, Progress, Result, decode_from_worker, decode_to_worker, encode
+from scv.core.errors import ProtocolError
+from scv.core.frames import HEADER, FrameReader, frame
+from scv.core.messages import Call, Cancel, Progress, Result, decode_from_worker, decode_to_worker, encode
 
 payloads = st.lists(st.binary(max_size=3000), max_size=12)
 

@@ -3,8 +3,8 @@ anyone, never more than the same request would get in the foreground."""
 
 import pytest
 
+from scv.core.messages import ApprovalRequest
 from scv.jobs.manager import Jobs
-from scv.messages import ApprovalRequest
 
 
 def answer(policy: str, auto_approve: bool, risk: str) -> bool:

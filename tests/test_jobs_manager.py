@@ -5,9 +5,9 @@ read are never reported."""
 
 import threading
 
-from scv.errors import RefusedError
+from scv.core.errors import RefusedError
+from scv.core.messages import Result
 from scv.jobs.manager import Jobs
-from scv.messages import Result
 from tests.fakes import wait_for
 
 

@@ -2,8 +2,8 @@
 available and hand real work to background jobs; with them off it only asks for self-contained
 briefs, and with no agent on offer it says nothing of delegating."""
 
-from scv.config import load_config
-from scv.prompt import system_prompt
+from scv.config.load import load_config
+from scv.session.prompt import system_prompt
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry
 from tests.delegation_fakes import fake_agent, session_services

@@ -1,6 +1,7 @@
-"""The layers point one way: `workers/` imports only the shared modules of `scv/`, those import
-nothing but the standard library, msgspec and each other, and `scv/` imports `workers/` only at
-the fork point's entry. Read from the source (every import statement, late ones included)."""
+"""The layers point one way: `workers/` imports only `scv/core/`, which imports nothing but the
+standard library, msgspec, idna and itself; `scv/` imports `workers/` only at the fork point's
+entry; and no two folders import each other, however far round. Read from the source (every
+import statement, late ones included)."""
 
 import ast
 import sys
@@ -8,18 +9,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# What both sides use: messages and frames, the OS seam and the stop policy, path and URL
-# validators, the agent catalog, the SCV_PARENT format, delegation records, the chat log's format,
-# chat_attach's refusals, and the sandbox's policy and rules.
-SHARED = {
-    "scv", "scv.errors", "scv.frames", "scv.messages", "scv.oscalls", "scv.stopping", "scv.lineage",
-    "scv.safe_open", "scv.web", "scv.web.urls", "scv.web.addresses", "scv.agents", "scv.agents.descriptors",
-    "scv.agents.environment", "scv.delegations", "scv.delegations.records", "scv.delegations.processes",
-    "scv.paths", "scv.chat", "scv.chat.layout", "scv.chat.archive", "scv.chat.history", "scv.chat.refusals",
-    "scv.sandbox", "scv.sandbox.policy", "scv.sandbox.rules", "scv.sandbox.fsview",
-}
-THIRD_PARTY_SHARED = {"msgspec", "idna"}
-FORK_POINT_ENTRY = ("scv/supervisor.py", "workers.forkpoint")
+# The shared ground: scv/core/ (its __init__ states the rule this file checks).
+CORE = "scv.core"
+THIRD_PARTY_CORE = {"msgspec", "idna"}
+FORK_POINT_ENTRY = ("scv/supervision/supervisor.py", "workers.forkpoint")
 
 
 def _modules() -> dict[str, Path]:
@@ -67,30 +60,83 @@ def test_scv_imports_workers_only_at_the_fork_point_entry():
     assert seen == [FORK_POINT_ENTRY]
 
 
-def test_workers_import_only_the_shared_modules_of_scv():
+def _in_core(name: str) -> bool:
+    return name == CORE or name.startswith(CORE + ".")
+
+
+def _folder(name: str) -> str:
+    """The folder a module's file is in: `scv/tools/agent/tool.py` and `scv/tools/agent/__init__.py`
+    are both in `scv/tools/agent`."""
+    return str(MODULES[name].parent.relative_to(ROOT))
+
+
+def test_workers_import_nothing_of_scv_but_its_core():
+    """The root package `scv` holds only the version (the User-Agent and ACP's clientInfo name it)."""
     wrong = []
     for name, path in MODULES.items():
         if not name.startswith("workers"):
             continue
         for imported in _imported(path):
             ours = _ours(imported)
-            if ours is not None and ours.startswith("scv") and ours not in SHARED:
+            if ours is not None and ours.startswith("scv") and not _in_core(ours) and ours != "scv":
                 wrong.append((name, ours))
     assert wrong == []
 
 
-def test_shared_modules_import_only_the_standard_library_msgspec_and_each_other():
+def test_core_imports_only_the_standard_library_msgspec_idna_and_itself():
     wrong = []
-    for name in SHARED:
-        for imported in _imported(MODULES[name]):
+    for name, path in MODULES.items():
+        if not _in_core(name):
+            continue
+        for imported in _imported(path):
             top = imported.split(".")[0]
             ours = _ours(imported)
             if ours is not None:
-                if ours not in SHARED:
+                if not _in_core(ours):
                     wrong.append((name, ours))
-            elif top not in sys.stdlib_module_names and top not in THIRD_PARTY_SHARED:
+            elif top not in sys.stdlib_module_names and top not in THIRD_PARTY_CORE:
                 wrong.append((name, imported))
     assert wrong == []
+
+
+def _folder_graph() -> dict[str, set[str]]:
+    """Which folders import which. The root package `scv` holds only the version, and importing any
+    module of SCV runs it first anyway, so an import of it is no edge."""
+    graph: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        here = _folder(name)
+        graph.setdefault(here, set())
+        for imported in _imported(path):
+            ours = _ours(imported)
+            if ours is not None and ours != "scv" and _folder(ours) != here:
+                graph[here].add(_folder(ours))
+    return graph
+
+
+def test_no_two_folders_import_each_other():
+    graph = _folder_graph()
+    assert sorted((a, b) for a in graph for b in graph[a] if a < b and a in graph.get(b, ())) == []
+
+
+def test_the_folders_form_layers_with_no_tangle():
+    """No folder reaches itself through others: the folders can be drawn in layers, each importing
+    only those below it (docs/architecture.md draws them)."""
+    graph = _folder_graph()
+    order, state = [], {}
+
+    def visit(folder: str, trail: tuple[str, ...]) -> None:
+        if state.get(folder) == "done":
+            return
+        assert state.get(folder) != "open", f"folders import each other round a loop: {' -> '.join(trail + (folder,))}"
+        state[folder] = "open"
+        for nxt in sorted(graph[folder]):
+            visit(nxt, trail + (folder,))
+        state[folder] = "done"
+        order.append(folder)
+
+    for folder in sorted(graph):
+        visit(folder, ())
+    assert order.index("scv/core") < order.index("workers") < order.index("scv/supervision")
 
 
 def test_no_import_cycle_among_scv_and_workers():

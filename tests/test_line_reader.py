@@ -6,8 +6,8 @@ import threading
 
 from hypothesis import given, settings, strategies as st
 
-from scv.cancellation import Cancellation
-from scv.line_reader import TOO_LONG, LineReader
+from scv.core.cancellation import Cancellation
+from scv.core.line_reader import TOO_LONG, LineReader
 
 
 def reader_over(data_chunks: list[bytes], limit: int = 64):

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from scv.delegations import records
+from scv.core.delegations import records
 from tests.fakes import wait_for
 from tests.live_fakes import harness, live, user  # noqa: F401 (fixtures)
 from tests.live_fakes import acp_args, emit, install_nested, nested_requests

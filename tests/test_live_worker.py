@@ -6,11 +6,11 @@ import os
 
 import pytest
 
-from scv.cancellation import Cancellation
-from scv.errors import WorkerLost
-from scv.live_worker import LiveState, LiveWorker
-from scv.messages import Call
-from scv.oscalls import REAL, is_running
+from scv.core.cancellation import Cancellation
+from scv.core.errors import WorkerLost
+from scv.core.messages import Call
+from scv.core.oscalls import REAL, is_running
+from scv.supervision.live_worker import LiveState, LiveWorker
 from tests.fakes import wait_for as wait_until
 
 
@@ -74,7 +74,7 @@ def test_an_agent_that_ends_between_calls_leaves_the_worker_gone(live):
 def test_a_late_cancel_of_an_ended_call_does_not_cancel_the_next(live):
     assert live.call(live_call(live, {}, 1)).ok
     # A Cancel for call t-1 that crossed its result on the way arrives before call t-2.
-    from scv.messages import Cancel
+    from scv.core.messages import Cancel
     live._channel.send(Cancel(id="t-1"))
     cancel = Cancellation()
     result = live.call(live_call(live, {}, 2), cancel=cancel)

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scv.errors import RefusedError
-from scv.paths import is_secret_like, names_directory, split_relative
-from scv.safe_open import PathError, open_beneath
+from scv.core.errors import RefusedError
+from scv.core.paths import is_secret_like, names_directory, split_relative
+from scv.core.safe_open import PathError, open_beneath
 from tests.path_strategies import (PATHS, TREES, check_lexical, check_open_stays_inside,
                                    check_trailing_slash_names_a_directory)
 
@@ -120,7 +120,7 @@ def test_a_link_loop_is_refused(tmp_path):
 
 @pytest.mark.parametrize("walker", [False, True], ids=["openat2", "walker"])
 def test_open_exact_follows_no_link_at_all(tmp_path, walker):
-    from scv.safe_open import open_exact
+    from scv.core.safe_open import open_exact
     root = tmp_path / "root"
     (root / "a" / "b").mkdir(parents=True)
     (root / "a" / "b" / "f").write_text("inside")

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scv.cancellation import Cancellation
-from scv.errors import UsageError
+from scv.core.cancellation import Cancellation
+from scv.core.errors import UsageError
 from scv.providers import openai_chat, openai_responses
 from scv.providers.base import AssistantMessage, ModelRequest, ProviderError, ToolCall, ToolOutput, UserMessage
 from scv.providers.retry import RetryPolicy, parse_retry_after

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from scv.config import Config, ToolsConfig
-from scv.errors import RefusedError
+from scv.config.load import Config, ToolsConfig
+from scv.core.errors import RefusedError
+from scv.core.oscalls import REAL
 from scv.tools.base import Risk
-from scv.oscalls import REAL
 
 
 def call(runner, tool, **args):

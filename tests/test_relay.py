@@ -1,10 +1,10 @@
 """The relay's states and deadlines, driven by an in-memory channel and a fake clock: every
 timing rule checked exactly, without processes or wall time."""
 
-from scv import stopping
-from scv.messages import ApprovalAnswer, ApprovalRequest, Cancel, Progress, Result
-from scv.relay import BACKSTOP_SECONDS, EXIT_WAIT_SECONDS, Relay, RelayState
-from scv.worker_channel import Closed, Garbled, Message, Stderr
+from scv.core import stopping
+from scv.core.messages import ApprovalAnswer, ApprovalRequest, Cancel, Progress, Result
+from scv.supervision.relay import BACKSTOP_SECONDS, EXIT_WAIT_SECONDS, Relay, RelayState
+from scv.supervision.worker_channel import Closed, Garbled, Message, Stderr
 from tests.channel_fakes import FakeChannel, FakeClock
 
 DONE = Result(ok=True, value={"n": 1})

@@ -8,8 +8,8 @@ import tempfile
 
 import pytest
 
-from scv.config import Config
-from scv.errors import RefusedError
+from scv.config.load import Config
+from scv.core.errors import RefusedError
 from tests.sandbox_fakes import (PYTHON, SUPPORT, LoopbackTcp, LoopbackUdp, abi_at_least, bash, needs_landlock,
                                  needs_network_namespace, plant_secrets, sandbox_config, tcp_connect, udp_query)
 

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from scv.config import load_config
-from scv.errors import ConfigError
+from scv.config.load import load_config
+from scv.core.errors import ConfigError
 from scv.sandbox.report import call_report
 from tests.conftest import run_scv, scv_env
 from tests.sandbox_fakes import SUPPORT, needs_landlock, with_support

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from scv.errors import RefusedError
+from scv.core.errors import RefusedError
 from tests.sandbox_fakes import (SUPPORT, LoopbackTcp, LoopbackUdp, abi_at_least, bash, needs_landlock,
                                  needs_mount_namespace, needs_network_namespace, plant_secrets, sandbox_config,
                                  tcp_connect, udp_query, with_support)

@@ -10,9 +10,9 @@ import sys
 import pytest
 
 from scv.agents.session import open_agent_session
-from scv.approval import approve_all
-from scv.calls import ToolRunner
-from scv.config import load_config, scv_home as scv_home_path
+from scv.config.load import load_config, scv_home as scv_home_path
+from scv.session.calls import ToolRunner
+from scv.supervision.approval import approve_all
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry
 from scv.tools.services import Services

@@ -5,8 +5,8 @@ swallow something that must stay visible."""
 
 from hypothesis import given, settings
 
-from scv.sandbox import rules
-from scv.sandbox.policy import SandboxRequest, build_policy, hidden_inside_writable, label, looks_denied, secret_candidates
+from scv.core.sandbox import rules
+from scv.core.sandbox.policy import SandboxRequest, build_policy, hidden_inside_writable, label, looks_denied, secret_candidates
 from tests.sandbox_properties import FakeFs, cases, check_reads, check_rule_kinds, check_writes
 
 

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scv.approval import approve_all
-from scv.calls import ToolRunner
-from scv.config import load_config
-from scv.prompt import system_prompt
+from scv.config.load import load_config
+from scv.session.calls import ToolRunner
+from scv.session.prompt import system_prompt
 from scv.skills.front_matter import FrontMatterError, parse
 from scv.skills.index import discover, session_skills
+from scv.supervision.approval import approve_all
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry
 from tests.delegation_fakes import session_services

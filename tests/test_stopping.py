@@ -2,7 +2,7 @@
 
 import signal
 
-from scv import stopping
+from scv.core import stopping
 
 
 class FakeOps:

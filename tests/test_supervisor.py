@@ -4,10 +4,10 @@ import os
 
 import pytest
 
-from scv.cancellation import Cancellation
-from scv.messages import Call
-from scv.supervisor import Supervisor
-from scv.oscalls import REAL, is_running, start_time
+from scv.core.cancellation import Cancellation
+from scv.core.messages import Call
+from scv.core.oscalls import REAL, is_running, start_time
+from scv.supervision.supervisor import Supervisor
 from tests.fakes import settle as _settle
 
 
@@ -66,7 +66,7 @@ def test_garbage_on_the_pipe_is_a_failed_result(supervisor, executor):
 
 
 def test_a_worker_that_ignores_its_deadline_is_killed_by_the_backstop(monkeypatch):
-    import scv.relay as module
+    import scv.supervision.relay as module
     monkeypatch.setattr(module, "BACKSTOP_SECONDS", 0.5)
     with Supervisor(preload=[]) as sup:
         result = run(sup, "tests.crashy:hang", timeout=0.5)
@@ -86,7 +86,7 @@ def test_a_cancel_reaches_the_worker_and_ends_its_call(supervisor):
 
 
 def test_a_worker_that_ignores_cancellation_is_killed_after_the_cancel_bound(monkeypatch):
-    import scv.stopping as module
+    import scv.core.stopping as module
     monkeypatch.setattr(module, "CANCEL_BOUND_SECONDS", 0.5)
     cancel = Cancellation()
     with Supervisor(preload=[]) as sup:

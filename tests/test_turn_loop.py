@@ -6,13 +6,13 @@ import threading
 import msgspec
 import pytest
 
-from scv.cancellation import Cancellation
-from scv.config import load_config
-from scv.events import ProgressThrottle
-from scv.messages import Result
+from scv.config.load import load_config
+from scv.core.cancellation import Cancellation
+from scv.core.events import ProgressThrottle
+from scv.core.messages import Result
 from scv.providers.base import AssistantMessage, ModelReply, ToolCall, ToolOutput, UserMessage
 from scv.providers.fake import FakeProvider
-from scv.session import Session
+from scv.session.session import Session
 from scv.tools.base import ToolContext
 from tests.fakes import wait_for
 from tests.progress_tool import ProgressTool
@@ -87,7 +87,7 @@ def test_progress_is_throttled_and_never_in_history(supervisor, workspace):
 def test_tool_sections_join_the_system_prompt(supervisor, workspace):
     session, _ = make_session(supervisor, workspace, [], base_prompt="Base.")
     assert session.system_prompt.startswith("Base.")
-    from scv.prompt import system_prompt
+    from scv.session.prompt import system_prompt
     text = system_prompt(None, [ProgressTool()], session.ctx)
     assert "## Chatter" in text and "SCV" in text
 
@@ -226,8 +226,8 @@ def test_a_quiet_tool_does_not_hide_its_latest_progress(supervisor, workspace, t
 @pytest.mark.parametrize("policy, answer, expected", [("on-risk", True, True), ("on-risk", False, False),
                                                       ("never", True, False)])
 def test_relayed_approval_follows_policy_and_client(supervisor, workspace, scv_home, policy, answer, expected):
-    from scv.messages import ApprovalRequest
-    from scv.turn_loop import _tool_call
+    from scv.core.messages import ApprovalRequest
+    from scv.session.turn_loop import _tool_call
     (scv_home / "config.toml").write_text(f'[tools]\napproval_policy = "{policy}"\n')
     asked = []
 

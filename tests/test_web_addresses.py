@@ -5,7 +5,7 @@ import ipaddress
 import pytest
 
 from fuzz import fuzz_urls
-from scv.web.addresses import refusal
+from scv.core.web.addresses import refusal
 
 
 @pytest.mark.parametrize("text, why", [

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from scv.errors import RefusedError
+from scv.core.errors import RefusedError
 from scv.tools.base import Risk
 from tests.conftest import result_json, run_scv
 from tests.web_fakes import LoopbackServer, Reply, make_certificates, tls_context

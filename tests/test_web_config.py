@@ -3,8 +3,8 @@ enables."""
 
 import pytest
 
-from scv.config import load_config
-from scv.errors import ConfigError
+from scv.config.load import load_config
+from scv.core.errors import ConfigError
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry
 

@@ -9,10 +9,10 @@ import zlib
 
 import pytest
 
-from scv.cancellation import Cancellation
-from scv.errors import RefusedError
-from scv.web.addresses import AddressPolicy
-from scv.web.urls import parse_url
+from scv.core.cancellation import Cancellation
+from scv.core.errors import RefusedError
+from scv.core.web.addresses import AddressPolicy
+from scv.core.web.urls import parse_url
 from tests.fakes import wait_for
 from tests.web_fakes import LoopbackServer, Reply, begin_text_body, free_port, stream_body
 from tests.web_runners import web_config, web_runner

@@ -9,7 +9,7 @@ import pytest
 import requests
 import urllib3
 
-from scv.web.urls import parse_url
+from scv.core.web.urls import parse_url
 from tests.web_fakes import LoopbackServer, Reply, begin_text_body, free_port, make_certificates, tls_context
 from workers.runtime import ToolFailure
 from workers.web_fetch import FetchSettings, fetch, render

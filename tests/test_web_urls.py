@@ -6,7 +6,7 @@ import ipaddress
 import pytest
 
 from fuzz import fuzz_urls
-from scv.web.urls import UrlError, auto_approved, parse_url
+from scv.core.web.urls import UrlError, auto_approved, parse_url
 
 
 @pytest.mark.parametrize("text, scheme, host, port, target", [

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import msgspec
 
-from scv.approval import approve_all
-from scv.calls import ToolRunner
-from scv.config import Config
+from scv.config.load import Config
+from scv.session.calls import ToolRunner
+from scv.supervision.approval import approve_all
 from scv.tools.base import ToolContext
 from scv.tools.registry import Registry
 from scv.tools.web_fetch import WebFetchTool

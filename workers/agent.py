@@ -10,11 +10,11 @@ import os
 import shutil
 from pathlib import Path
 
-from scv import lineage
-from scv.agents.descriptors import DESCRIPTORS
-from scv.agents.environment import build_environment, prepare_home
-from scv.messages import AgentPrivate
-from workers import delegation_records, process_runner
+from scv.core import lineage
+from scv.core.agents.descriptors import DESCRIPTORS
+from scv.core.agents.environment import build_environment, prepare_home
+from scv.core.messages import AgentPrivate
+from workers import delegation_records
 from workers.agents import tracking
 from workers.agents.capture import Head, Tail
 from workers.agents.grace import ResultGraceToken
@@ -24,6 +24,7 @@ from workers.agents.parse_claude import ClaudeStreamParser
 from workers.agents.parse_codex import CodexJsonParser
 from workers.agents.parse_pi import PiJsonParser
 from workers.agents.progress import ProgressThrottle
+from workers.running import process_runner
 from workers.runtime import Reply, ToolFailure, WorkerContext
 from workers.sandbox_call import SandboxedRun, SandboxError
 

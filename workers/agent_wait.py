@@ -5,7 +5,7 @@ time is up. The job's description is added on the supervisor side, which holds t
 import select
 import time
 
-from workers.cancel_token import CancelToken
+from workers.running.cancel_token import CancelToken
 from workers.runtime import ToolFailure, WorkerContext
 
 

@@ -2,8 +2,8 @@
 
 import os
 
-from workers import process_runner
 from workers.output_buffer import HeadTail
+from workers.running import process_runner
 from workers.runtime import ToolFailure, WorkerContext
 from workers.sandbox_call import SandboxedRun, SandboxError
 

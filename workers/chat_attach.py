@@ -12,8 +12,8 @@ from typing import Callable
 
 import msgspec
 
-from scv.chat.layout import make_private_dirs
-from scv.chat.refusals import MAX_BYTES, AttachRules, file_refusal, path_refusal, refused
+from scv.core.chat.layout import make_private_dirs
+from scv.core.chat.refusals import MAX_BYTES, AttachRules, file_refusal, path_refusal, refused
 from workers.private_copy import CopyCancelled, CopyTooLarge, fsync_folder, private_copy
 from workers.runtime import ToolFailure, WorkerContext
 

@@ -1,4 +1,4 @@
-"""Executor of `chat_history`: one conversation's log through `scv.chat.history`, and the
+"""Executor of `chat_history`: one conversation's log through `scv.core.chat.history`, and the
 result kept within the output limit by dropping list entries from its end (with `more`)."""
 
 from datetime import date
@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-from scv.chat.history import Files, Log, episodes, read, search
+from scv.core.chat.history import Files, Log, episodes, read, search
 from workers.runtime import ToolFailure, WorkerContext
 
 

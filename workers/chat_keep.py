@@ -11,8 +11,8 @@ import stat
 from datetime import datetime
 from typing import Callable
 
-from scv.chat.archive import read_kept, record_kept
-from scv.chat.layout import make_private_dirs
+from scv.core.chat.archive import read_kept, record_kept
+from scv.core.chat.layout import make_private_dirs
 from workers.private_copy import CopyCancelled, fsync_folder, private_copy
 from workers.runtime import ToolFailure, WorkerContext
 

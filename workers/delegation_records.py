@@ -1,5 +1,5 @@
 """The worker side of delegation tracking: while a delegated agent runs, its record lives in
-`$SCV_HOME/state/delegations/<handle>.json` (see scv/delegations/records.py).
+`$SCV_HOME/state/delegations/<handle>.json` (see scv/core/delegations/records.py).
 
 Importing this module registers the observer with `workers.agents.tracking`; the fork point
 preloads it with the agent executor, so every worker has it. The owning SCV process is the
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import msgspec
 
-from scv import lineage, oscalls
-from scv.delegations import processes, records
+from scv.core import lineage, oscalls
+from scv.core.delegations import processes, records
 from workers.agents import tracking
 from workers.agents.tracking import DelegatedRun
 

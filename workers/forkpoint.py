@@ -25,9 +25,9 @@ import selectors
 import signal
 import socket
 
-from scv import stopping
-from scv.messages import Exited, Spawned, SpawnFailed, decode_spawn, encode
-from scv.oscalls import REAL
+from scv.core import stopping
+from scv.core.messages import Exited, Spawned, SpawnFailed, decode_spawn, encode
+from scv.core.oscalls import REAL
 from workers import runtime
 
 PR_SET_CHILD_SUBREAPER = 36

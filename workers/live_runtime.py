@@ -18,9 +18,9 @@ import selectors
 import signal
 from typing import Protocol
 
-from scv.frames import FrameReader
-from scv.messages import AgentPrivate, Call, Result
-from workers.cancel_token import CancelToken
+from scv.core.frames import FrameReader
+from scv.core.messages import AgentPrivate, Call, Result
+from workers.running.cancel_token import CancelToken
 from workers.runtime import WorkerContext, open_workspace, read_call, resolve, run_guarded, send
 
 

@@ -9,7 +9,7 @@ import os
 import secrets
 from dataclasses import dataclass
 
-from workers.cancel_token import CancelToken
+from workers.running.cancel_token import CancelToken
 
 BLOCK = 1024 * 1024
 

@@ -3,7 +3,7 @@
 import os
 import stat
 
-from scv.safe_open import PathError, open_beneath
+from scv.core.safe_open import PathError, open_beneath
 from workers.runtime import ToolFailure, WorkerContext
 
 

@@ -9,7 +9,7 @@ import errno
 import os
 import stat
 
-from scv.safe_open import open_exact
+from scv.core.safe_open import open_exact
 from workers.runtime import ToolFailure, WorkerContext
 
 

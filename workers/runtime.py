@@ -14,9 +14,9 @@ from typing import Any, Callable
 
 import msgspec
 
-from scv.frames import FrameReader, frame
-from scv.messages import AgentPrivate, ApprovalRequest, Call, Progress, Result, decode_to_worker, encode
-from workers.cancel_token import CancelToken
+from scv.core.frames import FrameReader, frame
+from scv.core.messages import AgentPrivate, ApprovalRequest, Call, Progress, Result, decode_to_worker, encode
+from workers.running.cancel_token import CancelToken
 
 _ask_ids = itertools.count(1)
 
@@ -29,7 +29,7 @@ class ToolFailure(Exception):
 
 
 class Reply(msgspec.Struct, frozen=True):
-    """An executor's result with a part for the supervisor only (see scv/messages.py)."""
+    """An executor's result with a part for the supervisor only (see scv/core/messages.py)."""
     value: dict[str, Any]
     private: AgentPrivate | None = None
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import msgspec
 
-from scv.sandbox.policy import SandboxPlan, looks_denied
-from scv.sandbox.rules import Rule, folder_rights
+from scv.core.sandbox.policy import SandboxPlan, looks_denied
+from scv.core.sandbox.rules import Rule, folder_rights
 from workers.sandbox_linux import Launcher, SandboxError, ancestors
 
 

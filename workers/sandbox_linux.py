@@ -24,8 +24,8 @@ from typing import Callable
 
 import msgspec
 
-from scv.sandbox import rules as ll
-from scv.sandbox.policy import KernelSupport, SandboxPlan
+from scv.core.sandbox import rules as ll
+from scv.core.sandbox.policy import KernelSupport, SandboxPlan
 
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
 LANDLOCK_CREATE_RULESET_VERSION = 1

@@ -10,7 +10,7 @@ import select
 import socket
 import threading
 
-from workers.cancel_token import CancelToken
+from workers.running.cancel_token import CancelToken
 from workers.web_transport import response_socket
 
 

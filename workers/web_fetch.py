@@ -8,7 +8,7 @@ from urllib.parse import urljoin
 
 import msgspec
 
-from scv.web.urls import UrlError, WebUrl, auto_approved, parse_url
+from scv.core.web.urls import UrlError, WebUrl, auto_approved, parse_url
 from workers.runtime import ToolFailure, WorkerContext
 from workers.web_body import kind_of, media_type, read_body, sniff, text_of
 from workers.web_cancel import CancelWatch

@@ -1,6 +1,6 @@
 """The pinned-address HTTP transport of web_fetch.
 
-A host name is resolved once, every address is judged by `scv.web.addresses`, and the
+A host name is resolved once, every address is judged by `scv.core.web.addresses`, and the
 connection goes to a checked address itself: `PinnedAdapter` hands urllib3 a pool for the IP,
 while the TLS server name, the certificate host name check and the Host header stay the
 name. urllib3 therefore never looks the name up again, so it cannot be rebound between check
@@ -17,8 +17,8 @@ import requests
 from requests.adapters import HTTPAdapter
 
 import scv
-from scv.web.addresses import AddressPolicy, IPAddress, parse_ip
-from scv.web.urls import WebUrl
+from scv.core.web.addresses import AddressPolicy, IPAddress, parse_ip
+from scv.core.web.urls import WebUrl
 from workers.runtime import ToolFailure
 
 USER_AGENT = f"scv/{scv.__version__}"

@@ -7,7 +7,7 @@ import os
 import secrets
 import stat
 
-from scv.safe_open import PathError, describe, open_beneath
+from scv.core.safe_open import PathError, describe, open_beneath
 from workers.runtime import ToolFailure, WorkerContext
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY

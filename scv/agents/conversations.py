@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
-from scv.errors import RefusedError
+from scv.core.errors import RefusedError
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -37,7 +37,7 @@ class ConversationState(enum.Enum):
 
 
 class LiveResource(Protocol):
-    """What a conversation owns on a live backend (scv/live_worker.py)."""
+    """What a conversation owns on a live backend (scv/supervision/live_worker.py)."""
 
     def close(self) -> None: ...
 
@@ -76,7 +76,7 @@ def write_marker(folder: Path, vendor_id: str, handle: str, agent: str) -> Path 
         return None
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     # PID and start time of the owning SCV process: a reused PID never keeps a dead marker alive.
-    from scv.delegations.processes import start_time
+    from scv.core.delegations.processes import start_time
     body = json.dumps({"pid": os.getpid(), "start": start_time(os.getpid()), "agent": agent,
                        "handle": handle}).encode()
     import tempfile     # late: only a conversation's first turn writes a marker

@@ -2,10 +2,10 @@
 offers, the options it takes, the user's `use_for` note and defaults), the `agent` argument's
 description, and the system prompt's "Delegating work" section."""
 
-from scv.agents.settings import AgentSettings
-from scv.config import Config
-from scv.agents.descriptors import GROK
 from scv.agents.offered import OfferedAgent
+from scv.config.agents import AgentSettings
+from scv.config.load import Config
+from scv.core.agents.descriptors import GROK
 
 
 def _options(agent: OfferedAgent) -> str:

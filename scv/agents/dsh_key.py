@@ -9,9 +9,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from scv.delegations.records import write_atomic
-from scv.errors import ScvError
-from scv.agents.descriptors import DESCRIPTORS, DSH, state_dir
+from scv.core.agents.descriptors import DESCRIPTORS, DSH, state_dir
+from scv.core.delegations.records import write_atomic
+from scv.core.errors import ScvError
 
 CREDENTIALS = ".credentials.yaml"
 REFS, ENTRY = "refs", "DEEPSEEK_API_KEY"

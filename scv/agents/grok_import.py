@@ -14,10 +14,10 @@ from pathlib import Path
 from scv.agents.imports import ImportFailed, records_folder, read_source as _read
 from scv.agents.login import prepare_private_home
 from scv.agents.toml_merge import MergeRefused, merge
-from scv.delegations.records import write_atomic
-from scv.errors import UsageError
-from scv.agents.descriptors import DESCRIPTORS, GROK, state_dir
-from scv.agents.environment import is_removed
+from scv.core.agents.descriptors import DESCRIPTORS, GROK, state_dir
+from scv.core.agents.environment import is_removed
+from scv.core.delegations.records import write_atomic
+from scv.core.errors import UsageError
 
 CONFIG = "config.toml"
 RERUN = "scv agents import grok --from {source}"

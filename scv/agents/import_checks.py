@@ -5,8 +5,8 @@ from pathlib import Path
 from typing import Callable
 
 from scv.agents import grok_import, pi_import, scv_import
-from scv.agents.descriptors import CODEX, DESCRIPTORS, GROK, PI, SCV
 from scv.agents.imports import ImportState, codex_digest_now, import_state
+from scv.core.agents.descriptors import CODEX, DESCRIPTORS, GROK, PI, SCV
 
 # agent -> (the digest of its source now, from scv_home and the recorded source; the command to re-run)
 _IMPORTS: dict[str, tuple[Callable[[Path, str], str], str]] = {

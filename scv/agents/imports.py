@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from scv.delegations.records import ensure_folder, write_atomic
-from scv.errors import ScvError, UsageError
-from scv.agents.descriptors import CODEX, DESCRIPTORS, state_dir
-from scv.agents.environment import is_removed
+from scv.core.agents.descriptors import CODEX, DESCRIPTORS, state_dir
+from scv.core.agents.environment import is_removed
+from scv.core.delegations.records import ensure_folder, write_atomic
+from scv.core.errors import ScvError, UsageError
 
 CONFIG, AUTH = "config.toml", "auth.json"
 REPORTED_KEYS = ("model", "model_provider", "model_reasoning_effort", "sandbox_mode", "approval_policy")

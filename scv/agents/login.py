@@ -7,14 +7,14 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from scv import stopping
-from scv.agents.descriptors import (CLAUDE, CODEX, DESCRIPTORS, GROK, Descriptor, agent_home,
-                                        resolve_executable, state_dir)
-from scv.agents.environment import build_environment
-from scv.delegations.records import ensure_folder
-from scv.errors import ScvError, UsageError
-from scv.lineage import DEPTH_VARIABLE, PARENT_VARIABLE
-from scv.oscalls import REAL
+from scv.core import stopping
+from scv.core.agents.descriptors import (CLAUDE, CODEX, DESCRIPTORS, GROK, Descriptor, agent_home,
+                                         resolve_executable, state_dir)
+from scv.core.agents.environment import build_environment
+from scv.core.delegations.records import ensure_folder
+from scv.core.errors import ScvError, UsageError
+from scv.core.lineage import DEPTH_VARIABLE, PARENT_VARIABLE
+from scv.core.oscalls import REAL
 
 # The agent's own commands, after its executable.
 LOGIN_ARGS = {CLAUDE: ("auth", "login"), CODEX: ("login",), GROK: ("login",)}

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from scv.agents.signin import signed_in
 from scv.agents.transport import Choice, choose
-from scv.config import AgentSettings, scv_home
-from scv.agents.descriptors import ACP, DESCRIPTORS, NESTED, RESUME, Descriptor, resolve_executable
+from scv.config.load import AgentSettings, scv_home
+from scv.core.agents.descriptors import ACP, DESCRIPTORS, NESTED, RESUME, Descriptor, resolve_executable
 
-# The backends the `agent` tool runs (scv/agents/backends/): the CLI once per turn, an ACP server
+# The backends the `agent` tool runs (scv/tools/agent/): the CLI once per turn, an ACP server
 # or a nested SCV for a whole conversation.
 AVAILABLE_BACKENDS = frozenset({RESUME, ACP, NESTED})
 

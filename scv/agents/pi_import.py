@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scv.agents import pi_setup, scv_import
-from scv.delegations.records import write_atomic
 from scv.agents.imports import records_folder
+from scv.core.delegations.records import write_atomic
 
 AGENT = "pi"
 SOURCE = "SCV's active provider"

@@ -21,13 +21,13 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from scv.agents.descriptors import DESCRIPTORS, SCV, state_dir
 from scv.agents.imports import ImportFailed, records_folder
 from scv.agents.signin import nested_provider
 from scv.agents.toml_merge import MergeRefused, merge
-from scv.config import Config, ProviderProfile, load_config
-from scv.delegations.records import ensure_folder, write_atomic
-from scv.errors import ConfigError
+from scv.config.load import Config, ProviderProfile, load_config
+from scv.core.agents.descriptors import DESCRIPTORS, SCV, state_dir
+from scv.core.delegations.records import ensure_folder, write_atomic
+from scv.core.errors import ConfigError
 
 CONFIG = "config.toml"
 PROVIDER = "scv"

@@ -5,7 +5,7 @@ A value is never taken from the command line, where it would land in shell histo
 import getpass
 import sys
 
-from scv.errors import UsageError
+from scv.core.errors import UsageError
 
 MAX_KEY_CHARS = 4096
 

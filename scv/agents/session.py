@@ -10,7 +10,7 @@ from scv.agents.conversations import Conversations
 from scv.agents.idle_reaper import IdleReaper
 from scv.agents.offered import OfferedAgent, discover
 from scv.agents.transport import LIVE_BACKENDS
-from scv.config import Config
+from scv.config.load import Config
 
 
 @dataclass

@@ -6,8 +6,8 @@ import json
 import os
 from pathlib import Path
 
-from scv.agents.descriptors import DSH, GROK, PI, SCV, Descriptor, state_dir
-from scv.agents.environment import is_removed
+from scv.core.agents.descriptors import DSH, GROK, PI, SCV, Descriptor, state_dir
+from scv.core.agents.environment import is_removed
 
 
 def _read_json(path: Path) -> object:

@@ -12,7 +12,7 @@ from scv.agents import pi_setup, scv_import
 from scv.agents.import_checks import import_state_of
 from scv.agents.login import StatusFailed, executable_for, exit_status, run_status_command
 from scv.agents.signin import dsh_key_stored, grok_config_model, grok_login_stored, signed_in
-from scv.agents.descriptors import CLAUDE, CODEX, DESCRIPTORS, DSH, GROK, PI, SCV, Descriptor, state_dir
+from scv.core.agents.descriptors import CLAUDE, CODEX, DESCRIPTORS, DSH, GROK, PI, SCV, Descriptor, state_dir
 
 SIGNED_OUT = "signed out"
 _PLAIN_WORD = re.compile(r"^[A-Za-z0-9._-]{1,40}$")

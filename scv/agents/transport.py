@@ -13,7 +13,7 @@ matter to the choice. The nested SCV runs `scv server --stdio` from the `scv` on
 from dataclasses import dataclass
 from typing import Callable
 
-from scv.agents.descriptors import ACP, NESTED, RESUME, Descriptor
+from scv.core.agents.descriptors import ACP, NESTED, RESUME, Descriptor
 
 # Resolves an executable name (or an absolute path) for a descriptor; None when it does not resolve.
 Resolver = Callable[[Descriptor, str], str | None]

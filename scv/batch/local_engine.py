@@ -13,9 +13,9 @@ import msgspec
 
 from scv.batch.engine import CANCELLED, Event, Finished, Node, Progress, Started, Submission, this_machine
 from scv.batch.results import COMPLETED
-from scv.cancellation import Cancellation
-from scv.errors import ConfigError, ScvError, UsageError
-from scv.stopping import SETTLE_SECONDS
+from scv.core.cancellation import Cancellation
+from scv.core.errors import ConfigError, ScvError, UsageError
+from scv.core.stopping import SETTLE_SECONDS
 
 
 def _approved(tool: str, risk, summary: str) -> bool:
@@ -30,11 +30,11 @@ class AgentCalls:
 
     def __init__(self, workspace: str | None, slots: int):
         from scv.agents.session import open_agent_session
-        from scv.calls import ToolRunner
-        from scv.commands.common import load_context
-        from scv.config import scv_home
+        from scv.config.load import scv_home
         from scv.delegations.startup import start_tracking
-        from scv.supervisor import Supervisor
+        from scv.session.calls import ToolRunner
+        from scv.session.context import load_context
+        from scv.supervision.supervisor import Supervisor
         from scv.tools.base import ToolContext
         from scv.tools.registry import build_registry, executor_modules
         from scv.tools.services import Services

@@ -9,8 +9,8 @@ from scv.batch import progress, results, tasks
 from scv.batch.remote_check import checker
 from scv.batch.runner import BatchRunner
 from scv.cluster.settings import ClusterError, default_token
-from scv.config import scv_home
-from scv.errors import UsageError
+from scv.config.load import scv_home
+from scv.core.errors import UsageError
 
 DEFAULT_SCHEDULE_TIMEOUT = 600.0
 REPORT_SECONDS = 2.0
@@ -30,9 +30,9 @@ def _address(address: str) -> str:
 def run_ray_batch(file: Path, *, output: Path | None, parallel: int | None, quiet: bool, address: str | None,
                   token_file: Path | None, schedule_timeout: float | None, retries: int | None, detach: bool,
                   cancel: bool, workspace: str | None) -> int:
-    from scv.cluster.connect import require_ray
     from scv.batch.drive import drive, open_output
-    from scv.commands.common import load_context
+    from scv.cluster.connect import require_ray
+    from scv.session.context import load_context
     require_ray()
     if (detach or cancel) and (address is None or output is None):
         raise UsageError("--detach and --cancel need --address (the head keeps the batch) and --output (where its "

@@ -25,10 +25,10 @@ from scv.batch.progress import Display, Tally
 from scv.batch.results import COMPLETED, ResultSink, completed_lines
 from scv.batch.run_one import OneTask
 from scv.batch.runner import BatchRunner
-from scv.errors import EXIT_FAILED, EXIT_OK, interrupted_exit
 from scv.batch.tasks import Task
 from scv.cluster.connect import connect_driver
 from scv.cluster.settings import HEAD_RESOURCE, NAMESPACE, ClusterError
+from scv.core.errors import EXIT_FAILED, EXIT_OK, interrupted_exit
 
 EVENTS_KEPT = 2000
 WAIT_SECONDS = 1.0

@@ -19,8 +19,9 @@ import time
 
 import ray
 
-from scv.batch.run_one import PARENT_VARIABLE, WORKSPACE_VARIABLE
-from scv.stopping import SETTLE_SECONDS
+from scv.batch.run_one import PARENT_VARIABLE
+from scv.cluster import WORKSPACE_VARIABLE
+from scv.core.stopping import SETTLE_SECONDS
 
 PUMP_SECONDS = 0.2
 STDERR_TAIL = 4096

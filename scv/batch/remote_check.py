@@ -6,10 +6,10 @@ workspace) and fails the task with the sentence when it refuses."""
 import os
 from typing import Any, Callable
 
-from scv.agents.descriptors import DESCRIPTORS
-from scv.agents.options import blank_to_none, check_effort, check_model, check_prompt
-from scv.config import Config
-from scv.errors import RefusedError
+from scv.config.load import Config
+from scv.core.agents.descriptors import DESCRIPTORS
+from scv.core.agents.options import blank_to_none, check_effort, check_model, check_prompt
+from scv.core.errors import RefusedError
 
 
 def checker(config: Config) -> Callable[[dict[str, Any]], dict[str, Any]]:

@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from scv.errors import UsageError
+from scv.core.errors import UsageError
 
 COMPLETED = "completed"
 

@@ -31,10 +31,10 @@ import msgspec
 
 from scv.batch.engine import Finished, Progress, Submission
 from scv.batch.tasks import Task, TaskLine
-from scv.errors import EXIT_USAGE, ScvError
+from scv.cluster import WORKSPACE_VARIABLE
+from scv.core.errors import EXIT_USAGE, ScvError
 
 PARENT_VARIABLE = "SCV_RUN_ONE_PARENT"
-WORKSPACE_VARIABLE = "SCV_NODE_WORKSPACE"
 MAX_INPUT_BYTES = 1 << 20
 PR_SET_PDEATHSIG = 1
 
@@ -159,7 +159,7 @@ class _Runner:
             self.calls = AgentCalls(self.root, 1)         # the orphan reconcile runs here
             self.engine = LocalEngine(self.calls, 1)
         else:
-            from scv.config import scv_home
+            from scv.config.load import scv_home
             from scv.delegations.reconcile import reconcile
             try:
                 reconcile(scv_home())

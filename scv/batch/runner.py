@@ -18,7 +18,7 @@ from scv.batch.engine import CANCELLED, LOST, Engine, Finished, Node, Progress, 
 from scv.batch.progress import Display, Tally
 from scv.batch.results import COMPLETED, ResultSink
 from scv.batch.tasks import Task
-from scv.errors import EXIT_FAILED, EXIT_OK, interrupted_exit
+from scv.core.errors import EXIT_FAILED, EXIT_OK, interrupted_exit
 
 
 POLL_SECONDS = 0.2

@@ -10,8 +10,8 @@ from typing import Annotated, Any, Callable
 import msgspec
 from msgspec import Meta
 
-from scv.errors import ScvError, UsageError
-from scv.input_files import read_bounded
+from scv.core.errors import ScvError, UsageError
+from scv.core.input_files import read_bounded
 
 TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}")
 MAX_INPUT_BYTES = 64 * 1024 * 1024

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scv.chat.layout import conversation_dir, media_dir, outbox_dir
-from scv.chat.refusals import AttachRules
-from scv.config import Config, scv_home
-from scv.errors import UsageError
+from scv.config.load import Config, scv_home
+from scv.core.chat.layout import conversation_dir, media_dir, outbox_dir
+from scv.core.chat.refusals import AttachRules
+from scv.core.errors import UsageError
 
 MAX_REPLY_FILES = 8
 

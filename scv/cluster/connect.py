@@ -18,7 +18,7 @@ from typing import Any
 
 from scv.cluster.settings import (AGENT_RESOURCE, HEAD_RESOURCE, NAMESPACE, ClusterError, parse_address,
                                   ray_environment, read_token)
-from scv.errors import UsageError
+from scv.core.errors import UsageError
 
 TCP_SECONDS = 3.0
 GCS_SECONDS = 15.0

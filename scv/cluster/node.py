@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scv import __version__
-from scv.cluster import processes
+from scv.cluster import WORKSPACE_VARIABLE, processes
 from scv.cluster.processes import NodeRecord
 from scv.cluster.settings import (HEAD_RESOURCE, ClusterError, default_token, ensure_token, folder,
                                   host_name, label, ray_environment, read_token, slots_resource)
-from scv.errors import UsageError
+from scv.core.errors import UsageError
 
 HEAD, NODE = "head", "node"
-WORKSPACE_VARIABLE = "SCV_NODE_WORKSPACE"       # read by scv batch --run-one on the node
 
 
 def record_file(home: Path, role: str) -> Path:
@@ -128,8 +127,8 @@ class AgentReadiness:
 
 def ready_agents(home: Path, default_slots: int, requested: dict[str, int]) -> AgentReadiness:
     """The agents installed and signed in here (checked as `scv agents status` checks them)."""
-    from scv.agents.descriptors import DESCRIPTORS
     from scv.agents.status_report import all_statuses
+    from scv.core.agents.descriptors import DESCRIPTORS
     unknown = [name for name in requested if name not in DESCRIPTORS]
     if unknown:
         raise UsageError(f"--slots names {', '.join(unknown)}, which SCV does not know; agents are: "

@@ -12,11 +12,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scv import oscalls
-from scv.batch.run_one import WORKSPACE_VARIABLE
+from scv.cluster import WORKSPACE_VARIABLE
 from scv.cluster.connect import client_environment
 from scv.cluster.settings import NAMESPACE, ClusterError, slots_resource
-from scv.delegations.records import write_atomic
+from scv.core import oscalls
+from scv.core.delegations.records import write_atomic
 
 WATCHDOG_WAIT_SECONDS = 15.0
 

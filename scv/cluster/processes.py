@@ -17,10 +17,10 @@ from pathlib import Path
 
 import msgspec
 
-from scv import oscalls, stopping
 from scv.cluster.settings import ClusterError
-from scv.delegations.records import read_regular, write_atomic
-from scv.stopping import SETTLE_SECONDS
+from scv.core import oscalls, stopping
+from scv.core.delegations.records import read_regular, write_atomic
+from scv.core.stopping import SETTLE_SECONDS
 
 START_TOLERANCE = 0.05
 RAY_GRACE_SECONDS = 5.0         # gcs_server takes its time over SIGTERM; then KILL

@@ -8,10 +8,10 @@ from scv import __version__
 from scv.cluster import node as nodes
 from scv.cluster import processes
 from scv.cluster.settings import default_token
-from scv.delegations import records
+from scv.core.delegations import records
+from scv.core.errors import ScvError
 from scv.delegations.listing import describe
 from scv.delegations.reconcile import owner_alive, run_gone
-from scv.errors import ScvError
 
 
 def _this_machine(home: Path) -> dict[str, Any]:

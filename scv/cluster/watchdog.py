@@ -10,8 +10,8 @@ import shutil
 import signal
 import sys
 
-from scv import oscalls, stopping
 from scv.cluster.processes import RAY_GRACE_SECONDS, START_TOLERANCE
+from scv.core import oscalls, stopping
 
 
 def _alive(known: dict[int, float]) -> list[int]:

@@ -10,17 +10,18 @@ import msgspec
 
 from scv.agents import dsh_key, grok_import, pi_setup, scv_import
 from scv.agents.imports import default_source, import_codex
-from scv.agents.pi_import import import_scv_provider
 from scv.agents.login import (LOGIN_ARGS, LOGOUT_ARGS, descriptor_for, prepare_private_home, require_executable,
                               run_attached, run_own_command, signin_environment)
+from scv.agents.pi_import import import_scv_provider
 from scv.agents.secret_input import Answers
 from scv.agents.status_report import all_statuses
-from scv.config import scv_home
-from scv.delegations import records, transcripts_gc
+from scv.config.load import scv_home
+from scv.core.agents.descriptors import DESCRIPTORS, DSH, PI, SCV
+from scv.core.delegations import records
+from scv.core.errors import ScvError, UsageError
+from scv.delegations import transcripts_gc
 from scv.delegations.listing import describe, rows
 from scv.delegations.reconcile import reconcile, stop_and_remove
-from scv.errors import ScvError, UsageError
-from scv.agents.descriptors import DESCRIPTORS, DSH, PI, SCV
 
 
 class NotFound(ScvError):

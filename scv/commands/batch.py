@@ -9,7 +9,7 @@ import click
 from scv.batch import progress, tasks
 from scv.batch.drive import drive, open_output
 from scv.batch.runner import BatchRunner
-from scv.errors import EXIT_SIGINT, ScvError, UsageError
+from scv.core.errors import EXIT_SIGINT, ScvError, UsageError
 
 LOCAL_MAX_PARALLEL = 64
 RAY_ONLY = ("address", "token_file", "schedule_timeout", "retries", "detach", "cancel")
@@ -84,7 +84,7 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
 
 def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, workspace: str | None) -> int:
     from scv.batch.local_engine import AgentCalls, LocalEngine
-    from scv.commands.common import load_context
+    from scv.session.context import load_context
 
     limit = parallel or load_context(workspace).config.agent.max_background
     if limit < 1:

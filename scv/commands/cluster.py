@@ -10,8 +10,8 @@ import msgspec
 from scv import __version__
 from scv.cluster import node as nodes
 from scv.cluster.settings import DEFAULT_PORT, ClusterError, default_token, fingerprint, read_token
-from scv.config import scv_home
-from scv.errors import UsageError
+from scv.config.load import scv_home
+from scv.core.errors import UsageError
 
 TRUST_NOTE = ("Ray listens on every network interface whatever address it is given: the token is the only guard, "
               "so keep the cluster on a trusted network and the token file private (mode 0600).")
@@ -75,8 +75,8 @@ def head_command(port: int, node_ip: str | None, as_json: bool) -> None:
 def join_command(address: str, token_file: Path | None, node_ip: str | None, workspace: Path | None,
                  slot_values: tuple[str, ...], as_json: bool) -> None:
     """Join the cluster at HEAD:PORT as a node offering the agents installed and signed in here."""
-    from scv.commands.common import resolve_workspace
-    from scv.config import load_config
+    from scv.config.load import load_config
+    from scv.session.context import resolve_workspace
     home = scv_home()
     root = resolve_workspace(str(workspace) if workspace else None)
     requested = _slots(slot_values)

@@ -1,5 +1,5 @@
 """`scv config show`: the effective configuration with each value's source, secrets as `…`, and
-the recorded agent imports compared with their sources (logic in scv/config_view.py)."""
+the recorded agent imports compared with their sources (logic in scv/config/view.py)."""
 
 import sys
 
@@ -7,10 +7,11 @@ import click
 import msgspec
 
 from scv.agents.import_checks import import_states
-from scv.commands.common import resolve_workspace, workspace_option
-from scv.config import scv_home
-from scv.config_view import effective_config, render_settings
+from scv.commands.options import workspace_option
+from scv.config.load import scv_home
+from scv.config.view import effective_config, render_settings
 from scv.sandbox.report import sandbox_section
+from scv.session.context import resolve_workspace
 
 
 @click.group("config")

@@ -17,20 +17,21 @@ from typing import Any
 import click
 import msgspec
 
-from scv import events as ev
-from scv.approval import terminal_approver
-from scv.cancellation import Cancellation
-from scv.commands.common import load_context, workspace_option
+from scv.commands.options import workspace_option
+from scv.core import events as ev
+from scv.core.cancellation import Cancellation
+from scv.core.errors import (EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE, RefusedError, ScvError, UsageError,
+                             interrupted_exit)
+from scv.core.risk import Risk
+from scv.core.stopping import SETTLE_SECONDS
 from scv.delegations.startup import start_tracking
-from scv.errors import (EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE, RefusedError, ScvError, UsageError,
-                        interrupted_exit)
 from scv.providers.factory import build_provider
-from scv.session import Session
-from scv.stopping import SETTLE_SECONDS
-from scv.supervisor import Supervisor
-from scv.risk import Risk
+from scv.session.context import load_context
+from scv.session.session import Session
+from scv.session.turn_loop import Phase
+from scv.supervision.approval import terminal_approver
+from scv.supervision.supervisor import Supervisor
 from scv.tools.registry import executor_modules
-from scv.turn_loop import Phase
 
 
 OTHER_STOP_WAIT = 1.0                   # waiting on the model or a person: nothing to stop

@@ -5,10 +5,11 @@ import sys
 import click
 import msgspec
 
-from scv.agents.descriptors import DESCRIPTORS
-from scv.commands.common import load_context, workspace_option
-from scv.errors import ScvError
+from scv.commands.options import workspace_option
+from scv.core.agents.descriptors import DESCRIPTORS
+from scv.core.errors import ScvError
 from scv.sandbox.report import full_report
+from scv.session.context import load_context
 
 
 @click.group("sandbox")

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import click
 
+from scv.core.errors import UsageError
 from scv.delegations.startup import start_tracking
-from scv.errors import UsageError
 from scv.protocol.server import StdioServer
 from scv.providers.script import load_script
-from scv.supervisor import Supervisor
+from scv.supervision.supervisor import Supervisor
 from scv.tools.registry import executor_modules
 
 

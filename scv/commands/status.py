@@ -5,7 +5,7 @@ import sys
 import click
 import msgspec
 
-from scv.config import scv_home
+from scv.config.load import scv_home
 from scv.delegations.listing import counts
 
 

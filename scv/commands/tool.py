@@ -6,8 +6,8 @@ import click
 
 from scv.commands.options import workspace_option
 from scv.commands.output import emit_json
-from scv.errors import RefusedError, ScvError, interrupted_exit
-from scv.supervisor import Supervisor
+from scv.core.errors import RefusedError, ScvError, interrupted_exit
+from scv.supervision.supervisor import Supervisor
 from scv.tools.catalog import executor_module
 
 

@@ -5,13 +5,13 @@ starts the fork point, so that the two load side by side."""
 import contextlib
 import signal
 
-from scv.approval import choose_approver
-from scv.calls import ToolRunner
-from scv.cancellation import Cancellation
-from scv.commands.common import load_context
-from scv.config import scv_home
-from scv.messages import Result
-from scv.supervisor import Supervisor
+from scv.config.load import scv_home
+from scv.core.cancellation import Cancellation
+from scv.core.messages import Result
+from scv.session.calls import ToolRunner
+from scv.session.context import load_context
+from scv.supervision.approval import choose_approver
+from scv.supervision.supervisor import Supervisor
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry
 from scv.tools.services import Services

@@ -4,10 +4,11 @@ import sys
 
 import click
 
-from scv.commands.common import load_context, workspace_option
+from scv.commands.options import workspace_option
 from scv.commands.output import emit_json
-from scv.config import scv_home
-from scv.errors import ScvError
+from scv.config.load import scv_home
+from scv.core.errors import ScvError
+from scv.session.context import load_context
 from scv.tools.registry import build_registry
 from scv.tools.services import open_services
 

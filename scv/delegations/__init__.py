@@ -1,3 +1,3 @@
-"""Delegation tracking: a record per running delegated agent under
-`$SCV_HOME/state/delegations`, the processes tagged with its SCV_PARENT link, stopping a run,
-the orphan reconcile, and garbage collection of old agent transcripts."""
+"""Delegation tracking on the supervisor side: listing the running delegated agents, the orphan
+reconcile at start-up, stopping a run, and garbage collection of old agent transcripts. The
+records themselves and the processes they tag are in scv/core/delegations/."""

@@ -5,9 +5,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scv.delegations import records
+from scv.core.delegations import records
+from scv.core.delegations.records import Record
 from scv.delegations.reconcile import owner_alive, run_gone, stopped_so_far
-from scv.delegations.records import Record
 
 
 def state_of(record: Record) -> str:

@@ -14,8 +14,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from scv.delegations import processes, records
-from scv.delegations.records import Record
+from scv.core.delegations import processes, records
+from scv.core.delegations.records import Record
 
 COUNTER = "orphans-stopped.json"
 

@@ -4,9 +4,9 @@ earlier SCV process left behind."""
 
 import sys
 
-from scv.config import scv_home
+from scv.config.load import scv_home
 from scv.delegations.reconcile import reconcile
-from scv.supervisor import Supervisor
+from scv.supervision.supervisor import Supervisor
 
 
 def start_tracking(supervisor: Supervisor) -> None:

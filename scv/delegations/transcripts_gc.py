@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scv.core.agents.descriptors import DESCRIPTORS, agent_home, state_dir
 from scv.delegations.reconcile import live_marker_ids
-from scv.agents.descriptors import DESCRIPTORS, agent_home, state_dir
 
 HOUR = 3600
 DEFAULT_AGE = "30d"

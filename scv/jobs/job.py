@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from scv.cancellation import Cancellation
+from scv.core.cancellation import Cancellation
 
 
 class JobState(str, enum.Enum):

@@ -18,14 +18,14 @@ import threading
 import time
 from typing import Any, Callable
 
-from scv.approval import Verdict, policy_verdict
-from scv.cancellation import Cancellation
-from scv.errors import RefusedError
+from scv.core.cancellation import Cancellation
+from scv.core.errors import RefusedError
+from scv.core.messages import ApprovalRequest, Result
+from scv.core.risk import Risk
+from scv.core.stopping import SETTLE_SECONDS
 from scv.jobs import report
 from scv.jobs.job import Job, JobState, final_state
-from scv.messages import ApprovalRequest, Result
-from scv.risk import Risk
-from scv.stopping import SETTLE_SECONDS
+from scv.supervision.approval import Verdict, policy_verdict
 
 REMEMBERED = 16
 

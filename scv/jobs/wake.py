@@ -7,7 +7,7 @@ import contextlib
 import select
 from typing import Iterator
 
-from scv.cancellation import Cancellation
+from scv.core.cancellation import Cancellation
 
 
 class Either:

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, Union
 import msgspec
 from msgspec import Meta
 
-from scv.chat.layout import SAFE_ID
+from scv.core.chat.layout import SAFE_ID
 
 PROTOCOL_VERSION = 3
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024

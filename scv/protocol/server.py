@@ -28,25 +28,25 @@ from typing import Any, BinaryIO
 import msgspec
 
 from scv import __version__
-from scv import events as ev
-from scv.cancellation import Cancellation
 from scv.chat.channel import open_channel
-from scv.commands.common import resolve_workspace
-from scv.config import load_config
-from scv.errors import ScvError
-from scv.line_reader import TOO_LONG, LineReader
-from scv.lineage import inherited_depth
+from scv.config.load import load_config
+from scv.core import events as ev
+from scv.core.cancellation import Cancellation
+from scv.core.errors import ScvError
+from scv.core.line_reader import TOO_LONG, LineReader
+from scv.core.lineage import inherited_depth
+from scv.core.risk import Risk
+from scv.core.stopping import SETTLE_SECONDS
 from scv.protocol.messages import (INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_BYTES, PROTOCOL_VERSION,
                                    SERVER_ERROR, ApprovalResolve, BadMessage, ErrorObject, ErrorResponse,
                                    Initialize, Notification, Response, SessionClose, SessionStart, TurnCancel,
                                    TurnStart, decode_request, encode)
 from scv.providers.factory import build_provider
-from scv.session import Session
+from scv.session.context import resolve_workspace
+from scv.session.session import Session
+from scv.session.turn_loop import Phase
 from scv.skills.index import session_skills
-from scv.turn_loop import Phase
-from scv.stopping import SETTLE_SECONDS
-from scv.supervisor import Supervisor
-from scv.risk import Risk
+from scv.supervision.supervisor import Supervisor
 from scv.tools.base import ToolContext
 
 OTHER_STOP_WAIT = 1.0

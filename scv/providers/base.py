@@ -10,8 +10,8 @@ from typing import Any, Callable, Union
 
 import msgspec
 
-from scv.cancellation import Cancellation
-from scv.errors import ScvError
+from scv.core.cancellation import Cancellation
+from scv.core.errors import ScvError
 
 
 class ProviderError(ScvError):

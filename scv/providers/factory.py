@@ -4,8 +4,8 @@ import os
 from pathlib import Path
 
 from scv import __version__
-from scv.config import Config
-from scv.errors import ConfigError
+from scv.config.load import Config
+from scv.core.errors import ConfigError
 from scv.providers.base import Provider
 from scv.providers.http import StreamingClient
 from scv.providers.openai_chat import ChatProvider

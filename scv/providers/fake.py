@@ -2,7 +2,7 @@
 
 from typing import Callable
 
-from scv.cancellation import Cancellation
+from scv.core.cancellation import Cancellation
 from scv.providers.base import ModelReply, ModelRequest, Provider, ProviderError, TextSink
 
 

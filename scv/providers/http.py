@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 import requests
 
-from scv.cancellation import Cancellation
+from scv.core.cancellation import Cancellation
 from scv.providers.base import Provider, ProviderError, TurnCancelled
 from scv.providers.retry import RetryPolicy, parse_retry_after, retryable
 from scv.providers.sse import SSEDecoder, SSEError, SSEEvent

@@ -7,7 +7,7 @@ ends the stream. A stream that ends with neither `[DONE]` nor a `finish_reason` 
 
 from typing import Any
 
-from scv.cancellation import Cancellation
+from scv.core.cancellation import Cancellation
 from scv.providers.base import (AssistantMessage, ModelReply, ModelRequest, ProviderError, TextSink,
                                 ToolCall, ToolOutput, Usage, UserMessage)
 from scv.providers.http import EndpointProvider

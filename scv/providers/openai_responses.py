@@ -7,7 +7,7 @@ ends the reply. A stream that ends without it was dropped.
 
 from typing import Any
 
-from scv.cancellation import Cancellation
+from scv.core.cancellation import Cancellation
 from scv.providers.base import (AssistantMessage, ModelReply, ModelRequest, ProviderError,
                                 TextSink, ToolCall, ToolOutput, Usage, UserMessage)
 from scv.providers.http import EndpointProvider

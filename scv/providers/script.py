@@ -18,9 +18,9 @@ from typing import Any
 
 import msgspec
 
-from scv.cancellation import Cancellation
-from scv.errors import UsageError
-from scv.input_files import read_bounded
+from scv.core.cancellation import Cancellation
+from scv.core.errors import UsageError
+from scv.core.input_files import read_bounded
 from scv.providers.base import ModelReply, ModelRequest, Provider, ProviderError, TextSink, ToolCall, ToolOutput
 
 MAX_SCRIPT_BYTES = 16 * 1024 * 1024

@@ -1,7 +1,7 @@
-"""The opt-in OS sandbox for `bash` and delegated agents.
+"""The opt-in OS sandbox for `bash` and delegated agents, supervisor side.
 
-`policy` decides what a call may touch and `rules` turns that into Landlock rules, both pure
-and shared with the workers; `choose` (supervisor side) picks the request for a call from the
-configuration and what the kernel supports, which `kernel` asks the mechanism to probe. The
-mechanism that applies a request to a process lives in `workers/sandbox_linux.py`.
+`choose` picks the request for a call from the configuration and what the kernel supports, which
+`kernel` asks the mechanism to probe; `report` is `scv sandbox check`. The pure policy and rules
+shared with the workers are in scv/core/sandbox/; the mechanism that applies a request to a
+process lives in `workers/sandbox_linux.py`.
 """

@@ -8,15 +8,16 @@ import os
 import pwd
 from pathlib import Path
 
-from scv import config as config_module
-from scv.agents.descriptors import DESCRIPTORS, agent_home
-from scv.agents.environment import prepare_home
-from scv.config import Config
-from scv.errors import RefusedError
-from scv.sandbox import kernel, rules
-from scv.sandbox.fsview import REAL_FS
-from scv.sandbox.policy import (KernelSupport, SandboxPlan, SandboxRequest, build_policy, hidden_inside_writable,
-                                secret_candidates)
+from scv.config import load as config_module
+from scv.config.load import Config
+from scv.core.agents.descriptors import DESCRIPTORS, agent_home
+from scv.core.agents.environment import prepare_home
+from scv.core.errors import RefusedError
+from scv.core.sandbox import rules
+from scv.core.sandbox.fsview import REAL_FS
+from scv.core.sandbox.policy import (KernelSupport, SandboxPlan, SandboxRequest, build_policy, hidden_inside_writable,
+                                     secret_candidates)
+from scv.sandbox import kernel
 
 
 def setting(config: Config, agent: str | None = None) -> tuple[str, bool]:

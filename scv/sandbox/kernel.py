@@ -11,7 +11,7 @@ from pathlib import Path
 
 import msgspec
 
-from scv.sandbox.policy import KernelSupport
+from scv.core.sandbox.policy import KernelSupport
 
 PROBE_TIMEOUT_SECONDS = 30
 _ROOT = str(Path(__file__).resolve().parents[2])

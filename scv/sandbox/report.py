@@ -7,11 +7,12 @@ from typing import Any
 
 import msgspec
 
-from scv.config import Config
-from scv.errors import RefusedError
-from scv.sandbox import choose, kernel, rules
-from scv.sandbox.fsview import REAL_FS
-from scv.sandbox.policy import SandboxRequest, build_policy, network_label
+from scv.config.load import Config
+from scv.core.errors import RefusedError
+from scv.core.sandbox import rules
+from scv.core.sandbox.fsview import REAL_FS
+from scv.core.sandbox.policy import SandboxRequest, build_policy, network_label
+from scv.sandbox import choose, kernel
 
 FS_NAMES = {rules.EXECUTE: "execute", rules.WRITE_FILE: "write_file", rules.READ_FILE: "read_file",
             rules.READ_DIR: "read_dir", rules.REMOVE_DIR: "remove_dir", rules.REMOVE_FILE: "remove_file",

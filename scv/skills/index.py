@@ -206,7 +206,7 @@ def discover(workspace: Path, home: Path, user_home: Path | None, *, max_skills:
 
 def session_skills(workspace: Path, config, *, project: bool = True, warn: Warn = warn_on_stderr) -> SkillIndex | None:
     """The skills of a session starting now, or None when `[skills] enabled = false`."""
-    from scv.config import scv_home
+    from scv.config.load import scv_home
     settings = config.skills
     if not settings.enabled:
         return None

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
+from scv.core.messages import Result
 from scv.jobs.manager import check_handle, find_job
-from scv.messages import Result
 from scv.tools.agent_wait import jobs_enabled
 from scv.tools.base import Risk, ToolContext, ToolSpec
 

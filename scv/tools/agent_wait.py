@@ -11,11 +11,10 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import Meta
 
-from scv.errors import RefusedError
+from scv.core.errors import RefusedError
+from scv.core.messages import Result
 from scv.jobs.manager import check_handle, find_job
 from scv.jobs.wake import until_settled
-from scv.messages import Result
-from scv.tools.agent import AgentTool
 from scv.tools.base import Launch, Risk, ToolContext, ToolSpec, set_maximum
 
 WAKE_MARGIN_SECONDS = 5.0      # the call's deadline lies past the wait itself
@@ -30,7 +29,7 @@ class AgentWaitArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 def jobs_enabled(spec: ToolSpec, ctx: ToolContext) -> bool:
     return (ctx.config.agent.max_background > 0 and spec.services.jobs is not None
-            and AgentTool(spec.services).enabled(ctx))
+            and spec.services.delegation_offered(ctx))
 
 
 class AgentWaitTool(ToolSpec):

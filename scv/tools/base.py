@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 import msgspec
 
-from scv.cancellation import Cancellation
-from scv.config import Config
-from scv.errors import RefusedError
-from scv.messages import Call, Result
-from scv.risk import Risk
+from scv.config.load import Config
+from scv.core.cancellation import Cancellation
+from scv.core.errors import RefusedError
+from scv.core.messages import Call, Result
+from scv.core.risk import Risk
 from scv.tools.services import Services
 
 P = TypeVar("P")
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 
 class Launch(Protocol):
-    """How a spec's `run` reaches workers for one approved call (scv/calls.py implements it)."""
+    """How a spec's `run` reaches workers for one approved call (scv/session/calls.py implements it)."""
 
     cancel: Cancellation | None     # the turn's own cancellation
 
@@ -48,7 +48,7 @@ class Launch(Protocol):
         """Runs the message in a fresh worker used once (`cancel`: instead of the turn's)."""
 
     def live(self, worker: Any, message: Call, cancel: Any = None) -> Result:
-        """Runs the message as one call of a live worker (scv/live_worker.py)."""
+        """Runs the message as one call of a live worker (scv/supervision/live_worker.py)."""
 
     def start_live(self) -> Any:
         """A new live worker for a conversation, owned by the caller."""

@@ -5,9 +5,9 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from scv.errors import RefusedError
+from scv.core.errors import RefusedError
+from scv.core.sandbox.policy import label
 from scv.sandbox.choose import plan_for, request_for
-from scv.sandbox.policy import label
 from scv.tools.base import Risk, ToolContext, ToolSpec, set_maximum, short
 
 SANDBOXED = ("Sandboxed ({mode}): it writes only {where}, reads nothing in the user's credential folders, and "

@@ -9,7 +9,7 @@ BUILTIN_SPECS: dict[str, tuple[str, str]] = {
     "bash": ("scv.tools.bash:BashTool", "workers.bash"),
     "web_fetch": ("scv.tools.web_fetch:WebFetchTool", "workers.web_fetch"),
     "web_search": ("scv.tools.web_search:WebSearchTool", "workers.web_search"),
-    "agent": ("scv.tools.agent:AgentTool", "workers.agent"),
+    "agent": ("scv.tools.agent.tool:AgentTool", "workers.agent"),
     "agent_wait": ("scv.tools.agent_wait:AgentWaitTool", "workers.agent_wait"),
     "agent_status": ("scv.tools.agent_status:AgentStatusTool", "workers.agent_status"),
     "agent_cancel": ("scv.tools.agent_cancel:AgentCancelTool", "workers.agent_cancel"),

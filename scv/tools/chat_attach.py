@@ -1,6 +1,6 @@
 """`chat_attach`: sends a file to the chat after the reply text (chat-channel sessions only).
 
-Every refusal of `scv.chat.refusals` is decided here on the resolved path before approval, so a
+Every refusal of `scv.core.chat.refusals` is decided here on the resolved path before approval, so a
 refused call is never put to the chat owner, and again in the worker through the open handle.
 The worker copies the file into the outbox with a delivery record; `complete()` adds the copy
 to the reply's attachments, which `turn.completed` lists for the bridge.
@@ -13,10 +13,10 @@ import msgspec
 from msgspec import Meta
 
 from scv.chat.channel import MAX_REPLY_FILES, ChatChannel
-from scv.chat.refusals import file_refusal, path_refusal, refused
-from scv.errors import RefusedError
-from scv.paths import MAX_PATH_BYTES
-from scv.messages import Result
+from scv.core.chat.refusals import file_refusal, path_refusal, refused
+from scv.core.errors import RefusedError
+from scv.core.messages import Result
+from scv.core.paths import MAX_PATH_BYTES
 from scv.tools.base import Risk, ToolContext, ToolSpec, short
 
 MAX_CAPTION_BYTES = 1024

@@ -12,8 +12,8 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
-from scv.chat.layout import episode_start
-from scv.errors import RefusedError
+from scv.core.chat.layout import episode_start
+from scv.core.errors import RefusedError
 from scv.tools.base import Risk, ToolContext, ToolSpec, short
 
 SEARCH_BYTES = 64 * 1024 * 1024

@@ -12,8 +12,8 @@ import msgspec
 from msgspec import Meta
 
 from scv.chat.channel import ChatChannel
-from scv.errors import RefusedError
-from scv.paths import MAX_COMPONENT_BYTES, MAX_PATH_BYTES
+from scv.core.errors import RefusedError
+from scv.core.paths import MAX_COMPONENT_BYTES, MAX_PATH_BYTES
 from scv.tools.base import Risk, ToolContext, ToolSpec, short
 
 

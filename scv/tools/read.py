@@ -5,7 +5,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from scv.paths import is_secret_like, names_directory, split_relative
+from scv.core.paths import is_secret_like, names_directory, split_relative
 from scv.tools.base import Risk, ToolContext, ToolSpec
 
 

@@ -10,7 +10,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from scv.errors import RefusedError
+from scv.core.errors import RefusedError
 from scv.skills.index import Skill
 from scv.skills.prompt import skills_section
 from scv.tools.base import Risk, ToolContext, ToolSpec
@@ -58,5 +58,4 @@ class ReadSkillTool(ToolSpec):
     def system_prompt_section(self, ctx: ToolContext) -> str | None:
         if ctx.skills is None:
             return None
-        from scv.tools.agent import AgentTool     # whether project skills can be delegated to
-        return skills_section(ctx.skills, delegate=AgentTool(self.services).enabled(ctx))
+        return skills_section(ctx.skills, delegate=self.services.delegation_offered(ctx))

@@ -8,7 +8,7 @@ web or job code. Listing every tool (a session's schema, `scv tools`) imports th
 import importlib
 from typing import Iterator
 
-from scv.errors import RefusedError
+from scv.core.errors import RefusedError
 from scv.tools.base import ToolContext, ToolSpec
 from scv.tools.catalog import BUILTIN_SPECS, WORKER_MODULES
 from scv.tools.services import Services

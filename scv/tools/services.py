@@ -5,7 +5,7 @@
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from scv.config import Config
+from scv.config.load import Config
 
 if TYPE_CHECKING:
     from scv.agents.session import AgentSession
@@ -27,6 +27,13 @@ class Services:
         if self._agents is None and self._open_agents is not None:
             self._agents, self._open_agents = self._open_agents(), None
         return self._agents
+
+    def delegation_offered(self, ctx: Any) -> bool:     # a ToolContext (scv/tools/base.py imports this module)
+        """Whether the `agent` tool is on: some agent is offered and the session is not too deep.
+        The job tools and the skills section ask this too, without importing the agent tool."""
+        if ctx.delegation_depth >= ctx.config.agent.max_delegation_depth:
+            return False
+        return bool(self.agents is not None and self.agents.offered)
 
     def close_opened_agents(self) -> None:
         """Closes the agents if they were opened (given, or opened on first use)."""

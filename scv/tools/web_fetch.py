@@ -5,10 +5,10 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from scv.errors import RefusedError
+from scv.core.errors import RefusedError
+from scv.core.web.urls import MAX_URL_CHARS, UrlError, auto_approved, parse_url
 from scv.tools.base import Risk, ToolContext, ToolSpec
 from scv.tools.services import Services
-from scv.web.urls import MAX_URL_CHARS, UrlError, auto_approved, parse_url
 
 # Time for the conversion to text after the download's own deadline.
 CONVERSION_SECONDS = 60
@@ -48,7 +48,7 @@ class WebFetchTool(ToolSpec):
             url = parse_url(args.url)
         except UrlError as err:
             raise RefusedError(f"web_fetch refused the URL: {err}") from None
-        from scv.web.addresses import AddressPolicy, refused_literal     # its tables: on the first URL
+        from scv.core.web.addresses import AddressPolicy, refused_literal     # its tables: on the first URL
         policy = AddressPolicy(allow_private=ctx.config.web.allow_private_addresses,
                                loopback_ports=self._loopback_ports)
         refused = refused_literal(url, policy)

@@ -5,8 +5,8 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
-from scv.errors import RefusedError
-from scv.paths import names_directory, split_relative
+from scv.core.errors import RefusedError
+from scv.core.paths import names_directory, split_relative
 from scv.tools.base import Risk, ToolContext, ToolSpec, short
 
 SHA256_HEX = Meta(pattern="^[0-9a-fA-F]{64}$", description="The file's SHA-256 (hex) as last seen; the write "

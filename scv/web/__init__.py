@@ -1,3 +1,2 @@
-"""Web access shared by the supervisor and the workers: the pure validators of URLs and
-addresses, the auto-approve domain check, the `[web]` configuration, and the `Sources:` list
-for hosted search citations. Nothing here touches the network."""
+"""Hosted web search's citations: the `Sources:` list appended to an answer. The URL and address
+validators both sides use live in scv/core/web/, the `[web]` settings in scv/config/web.py."""

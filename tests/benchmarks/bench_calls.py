@@ -9,20 +9,20 @@ import tempfile
 import time
 from pathlib import Path
 
-from scv.calls import CallLaunch
-from scv.cancellation import Cancellation
-from scv.config import Config
-from scv.frames import frame
-from scv.messages import Result, decode_from_worker, encode
+from scv.config.load import Config
+from scv.core.cancellation import Cancellation
+from scv.core.frames import frame
+from scv.core.messages import Result, decode_from_worker, encode
 from scv.providers.script import ScriptProvider
-from scv.session import Session
-from scv.supervisor import ONE_CALL, Supervisor
+from scv.session.calls import CallLaunch
+from scv.session.session import Session
+from scv.supervision.supervisor import ONE_CALL, Supervisor
 from scv.tools.base import ToolContext
 from scv.tools.registry import executor_modules
 from tests.benchmarks.bench_supervisor import bare_fork_round_trip
 from tests.benchmarks.common import interleaved, line
-from workers.cancel_token import CancelToken
 from workers.read import execute as read_execute
+from workers.running.cancel_token import CancelToken
 from workers.runtime import WorkerContext
 
 BATCH = 5           # calls per timed round, back to back

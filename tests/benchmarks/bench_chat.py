@@ -11,13 +11,13 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from scv.approval import approve_all
-from scv.calls import ToolRunner
-from scv.chat.archive import Message, append_messages, iter_episodes
 from scv.chat.channel import open_channel
-from scv.config import load_config
-from scv.oscalls import REAL
-from scv.supervisor import Supervisor
+from scv.config.load import load_config
+from scv.core.chat.archive import Message, append_messages, iter_episodes
+from scv.core.oscalls import REAL
+from scv.session.calls import ToolRunner
+from scv.supervision.approval import approve_all
+from scv.supervision.supervisor import Supervisor
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry, executor_modules
 from tests.benchmarks.common import PeakMemory, rss_bytes

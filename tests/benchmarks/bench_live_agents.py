@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from scv.agents.descriptors import DESCRIPTORS, build_argv
+from scv.core.agents.descriptors import DESCRIPTORS, build_argv
 from tests.benchmarks.common import PeakMemory, chunked_stream, line, rss_bytes
 from tests.live_fakes import ACP_CAPTURES, Harness, acp_args
 from workers import agent as cli_backend

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import msgspec
 
-from scv.approval import approve_all
-from scv.calls import ToolRunner
-from scv.config import Config, ToolsConfig
+from scv.config.load import Config, ToolsConfig
 from scv.sandbox import kernel
-from scv.supervisor import Supervisor
+from scv.session.calls import ToolRunner
+from scv.supervision.approval import approve_all
+from scv.supervision.supervisor import Supervisor
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry, executor_modules
 from tests.benchmarks.common import interleaved, line, timed

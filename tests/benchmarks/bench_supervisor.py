@@ -7,16 +7,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-from scv.approval import approve_all
-from scv.calls import ToolRunner
-from scv.config import Config, ToolsConfig
-from scv.frames import frame
-from scv.messages import Result, encode
-from scv.supervisor import Supervisor
+from scv.config.load import Config, ToolsConfig
+from scv.core.frames import frame
+from scv.core.messages import Result, encode
+from scv.session.calls import ToolRunner
+from scv.supervision.approval import approve_all
+from scv.supervision.supervisor import Supervisor
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry, executor_modules
 from tests.benchmarks.common import PeakMemory, interleaved, line, pss_bytes, timed
-from scv.oscalls import REAL
+from scv.core.oscalls import REAL
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,13 +6,13 @@ import json
 import tempfile
 from pathlib import Path
 
-from scv.approval import approve_all
-from scv.calls import ToolRunner
-from scv.cancellation import Cancellation
-from scv.config import Config
+from scv.config.load import Config
+from scv.core.cancellation import Cancellation
 from scv.providers.script import ScriptProvider
-from scv.session import Session
-from scv.supervisor import Supervisor
+from scv.session.calls import ToolRunner
+from scv.session.session import Session
+from scv.supervision.approval import approve_all
+from scv.supervision.supervisor import Supervisor
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry, executor_modules
 from tests.benchmarks.common import interleaved, line

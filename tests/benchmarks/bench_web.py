@@ -11,10 +11,10 @@ import tempfile
 import msgspec
 from readability import Document
 
-from scv.approval import approve_all
-from scv.calls import ToolRunner
-from scv.config import Config
-from scv.supervisor import Supervisor
+from scv.config.load import Config
+from scv.session.calls import ToolRunner
+from scv.supervision.approval import approve_all
+from scv.supervision.supervisor import Supervisor
 from scv.tools.base import ToolContext
 from scv.tools.registry import Registry, executor_modules
 from scv.tools.web_fetch import WebFetchTool

@@ -9,7 +9,7 @@ import signal
 import time
 from typing import Callable
 
-from workers.cancel_token import CancelToken
+from workers.running.cancel_token import CancelToken
 
 RESULT_GRACE_SECONDS = 3.0
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from workers.agents import verdict
 from workers.agents.capture import bound
 from workers.agents.report import AVAILABILITY, TurnReport
-from workers.process_runner import RunOutcome
+from workers.running.process_runner import RunOutcome
 
 MAX_ERROR_CHARS = 2000
 # stderr lines that say nothing about a failure (Codex prints them on every run).

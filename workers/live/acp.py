@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from scv import __version__
-from scv.agents.descriptors import DESCRIPTORS
+from scv.core.agents.descriptors import DESCRIPTORS
 from workers.agents import verdict
 from workers.agents.capture import bound
 from workers.agents.outcome import ROOT_HINT, hint_for

@@ -12,7 +12,7 @@ answered by the kind of option the agent offers, never by its id.
 from pathlib import PurePosixPath
 from typing import Callable
 
-from scv.paths import is_secret_like
+from scv.core.paths import is_secret_like
 from workers.live.acp_wire import (MessageChunk, PermissionOption, PermissionParams, PlanUpdate, ToolCallProgress,
                                    ToolCallStart, Update)
 

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scv import lineage
-from scv.agents.descriptors import DESCRIPTORS, Descriptor
-from scv.agents.environment import build_environment, prepare_home
+from scv.core import lineage
+from scv.core.agents.descriptors import DESCRIPTORS, Descriptor
+from scv.core.agents.environment import build_environment, prepare_home
 from workers import delegation_records
 from workers.agent import resolve_cwd
 from workers.agents import tracking

@@ -13,12 +13,13 @@ import selectors
 import time
 from dataclasses import dataclass, field
 
-from scv import lineage, stopping
-from scv.oscalls import REAL
-from workers import delegation_records, process_runner
+from scv.core import lineage, stopping
+from scv.core.oscalls import REAL
+from workers import delegation_records
 from workers.agents import tracking
 from workers.agents.capture import Tail
-from workers.process_runner import RunOutcome, RunSpec
+from workers.running import process_runner
+from workers.running.process_runner import RunOutcome, RunSpec
 from workers.sandbox_call import SandboxedRun
 
 READ_CHUNK = 256 << 10

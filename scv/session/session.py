@@ -1,0 +1,202 @@
+"""A session: one workspace, one provider, one conversation, and one ToolRunner whose calls run
+one at a time through the process's Supervisor (which must exist before any thread starts).
+
+Clients start turns with `run_turn`. The session can also start a turn on its own: anything
+holding the session (a background job finishing, issue 6) calls `queue_turn(prompt, origin)`;
+the client runs queued turns when it is idle, and their events carry `origin`. `held()`
+keeps a one-shot client (`scv exec`) open while work that will queue a turn is outstanding.
+
+The session owns its collaborators and hands them to its tools when it builds the registry:
+its delegated agents and their conversations, and its background jobs (`Services`). Closing it
+cancels the jobs and ends the conversations, live workers included.
+"""
+
+import enum
+import itertools
+import select
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+import msgspec
+
+from scv.agents.session import AgentSession
+from scv.config.load import Config, scv_home
+from scv.core import events as ev
+from scv.core.cancellation import Bell, Cancellation
+from scv.core.events import EventSink
+from scv.core.risk import Risk
+from scv.providers.base import HistoryItem, ModelReply, Provider
+from scv.session.calls import ToolRunner
+from scv.session.prompt import system_prompt
+from scv.session.turn_loop import Phase, TurnOutcome, run_turn
+from scv.supervision.supervisor import Supervisor
+from scv.tools.base import ToolContext
+from scv.tools.registry import build_registry
+from scv.tools.services import open_services
+
+_approval_ids = itertools.count(1)
+
+
+class Asker(Protocol):
+    """Puts an approval request to the client; True to approve. Must return (deny) once
+    `cancel` is set, never leave the turn waiting."""
+
+    def __call__(self, request_id: str, tool: str, risk: Risk, summary: str, cancel: Cancellation) -> bool: ...
+
+
+def deny_all(request_id: str, tool: str, risk: Risk, summary: str, cancel: Cancellation) -> bool:
+    return False
+
+
+class SessionState(enum.Enum):
+    OPEN = "open"
+    CLOSED = "closed"       # no turn starts again; jobs cancelled, conversations ended
+
+
+@dataclass(frozen=True)
+class QueuedTurn:
+    prompt: str
+    origin: dict[str, Any]
+    build: Callable[[], tuple[str, dict[str, Any]] | None] | None = None
+
+
+class Session:
+    def __init__(self, supervisor: Supervisor, ctx: ToolContext, provider: Provider, *, emit: EventSink,
+                 asker: Asker = deny_all, auto_approve: bool = False, base_prompt: str | None = None,
+                 agents: AgentSession | None = None):
+        self.ctx = ctx
+        self.provider = provider
+        self.emit = emit
+        self.asker = asker
+        self.auto_approve = auto_approve
+        self.history: list[HistoryItem] = []
+        self.phase = Phase.IDLE
+        self.cancel_reason = "cancelled"    # set by the client before it cancels: "timeout", "interrupted", ...
+        self._turn_ids = itertools.count(1)
+        self._queue: deque[QueuedTurn] = deque()
+        self._lock = threading.Lock()
+        self.on_queued: Callable[[], None] | None = None
+        self.state = SessionState.OPEN
+        self._work_bell = Bell()   # rung when a turn is queued or a job settles
+        services = open_services(ctx.config, scv_home(), auto_approve=auto_approve, queue_report=self.queue_report,
+                                 agents=agents, on_settle=self._work_bell.ring)
+        self.agents, self.jobs = services.agents, services.jobs
+        self.registry = build_registry(ctx, services)
+        # The session's approvals go through `ask`; the runner's own approver is never consulted.
+        self.runner = ToolRunner(supervisor, self.registry, ctx, approver=lambda *_: False, jobs=self.jobs)
+        specs = list(self.registry)
+        self.system_prompt = system_prompt(base_prompt or ctx.config.agent.system_prompt, specs, ctx)
+        self.tool_schemas = tuple({"name": d["name"], "description": d["description"], "schema": d["schema"]}
+                                  for d in (spec.describe(ctx) for spec in specs))
+        self.hosted_tools = _hosted_tools(ctx, provider)
+
+    @property
+    def config(self) -> Config:
+        return self.ctx.config
+
+    def new_turn_id(self) -> str:
+        return f"turn-{next(self._turn_ids)}"
+
+    def run_turn(self, prompt: str, *, cancel: Cancellation, origin: dict[str, Any] | None = None,
+                 turn_id: str | None = None) -> TurnOutcome:
+        return run_turn(self, prompt, cancel=cancel, origin=origin, turn_id=turn_id)
+
+    # --- approvals ---------------------------------------------------------------------------
+
+    def ask(self, turn_id: str, tool: str, risk: Risk, summary: str, cancel: Cancellation) -> bool:
+        """The client's answer for a call the policy asks about."""
+        if self.auto_approve:
+            return True
+        request_id = f"approval-{next(_approval_ids)}"
+        self.emit(ev.APPROVAL_REQUESTED, {"turn_id": turn_id, "id": request_id, "tool": tool, "risk": risk.value,
+                                          "summary": summary, "workspace": str(self.ctx.workspace)})
+        approved = False
+        try:
+            # An asker may raise RefusedError: its sentence ("no terminal to ask") reaches the model.
+            approved = not cancel.cancelled and bool(self.asker(request_id, tool, risk, summary, cancel))
+        finally:
+            if cancel.cancelled:
+                approved = False    # a turn cancelled while waiting denies the request
+            self.emit(ev.APPROVAL_RESOLVED, {"turn_id": turn_id, "id": request_id, "approved": approved})
+        return approved
+
+    # --- the final reply ---------------------------------------------------------------------
+
+    def finish_reply(self, reply: ModelReply) -> str:
+        if reply.annotations and self.hosted_tools:
+            from scv.web.sources import append_sources
+            return append_sources(reply.text, reply.annotations)
+        return reply.text
+
+    # --- turns the session starts on its own -------------------------------------------------
+
+    def queue_turn(self, prompt: str, origin: dict[str, Any]) -> None:
+        with self._lock:
+            self._queue.append(QueuedTurn(prompt, origin))
+        self._work_bell.ring()
+        if self.on_queued is not None:
+            self.on_queued()
+
+    def queue_report(self, build: Callable[[], tuple[str, dict[str, Any]] | None]) -> None:
+        """Queues a turn whose prompt and origin are built when it starts (None: nothing left to
+        say), so results that arrive while it waits join it (background job reports)."""
+        with self._lock:
+            self._queue.append(QueuedTurn("", {}, build))
+        self._work_bell.ring()
+        if self.on_queued is not None:
+            self.on_queued()
+
+    def next_queued(self) -> QueuedTurn | None:
+        while True:
+            with self._lock:
+                if not self._queue:
+                    return None
+                queued = self._queue.popleft()
+            if queued.build is None:
+                return queued
+            built = queued.build()
+            if built is not None:
+                return QueuedTurn(*built)
+
+    def wait_for_work(self, cancel: Cancellation) -> None:
+        """Blocks until a turn is queued, a job settles, or `cancel` fires (a one-shot client's wait)."""
+        select.select([self._work_bell.fileno(), cancel.fileno()], [], [])
+        self._work_bell.drain()
+
+    def requeue(self, queued: QueuedTurn) -> None:
+        """Puts a turn taken with `next_queued` back at the front (a client turn got in first)."""
+        with self._lock:
+            self._queue.appendleft(queued)
+
+    def held(self) -> bool:
+        """Work that will still queue a turn: a queued turn, or background jobs outstanding."""
+        with self._lock:
+            if self._queue:
+                return True
+        return self.jobs is not None and self.jobs.outstanding()
+
+    @property
+    def closed(self) -> bool:
+        return self.state is SessionState.CLOSED
+
+    def close(self) -> None:
+        if self.state is SessionState.CLOSED:
+            return
+        self.state = SessionState.CLOSED    # OPEN -> CLOSED: its jobs and conversations end now
+        if self.jobs is not None:
+            self.jobs.close()
+        self.agents.close()
+        self._work_bell.close()
+
+
+def _hosted_tools(ctx: ToolContext, provider: Provider) -> tuple[dict[str, Any], ...]:
+    """The endpoint's own tools: hosted web search when `[web] search = "provider"` and the
+    provider speaks the Responses API (Chat Completions has no hosted tools)."""
+    web = getattr(ctx.config, "web", None)
+    search = getattr(web, "search", None)
+    if not search or provider.wire_api != "responses":
+        return ()
+    from scv.web.sources import hosted_tools
+    return tuple(msgspec.to_builtins(tool) for tool in hosted_tools(search))

@@ -1,0 +1,211 @@
+"""One turn: the prompt, then model responses and their tool calls, until a final reply.
+
+Tool calls run one at a time through the session's ToolRunner. Whatever the model gets wrong
+(arguments that are not JSON or break the schema, an unknown tool, a denied approval) goes back
+to it as that call's failed result, never a crash. The turn ends with `turn.completed`, or with
+`turn.failed` when the provider fails, the turn limit is reached, or the turn is cancelled.
+"""
+
+import enum
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import msgspec
+
+from scv.config.load import Config
+from scv.core import events as ev
+from scv.core.cancellation import Cancellation
+from scv.core.errors import RefusedError
+from scv.core.events import EventSink
+from scv.core.messages import ApprovalRequest
+from scv.core.risk import Risk
+from scv.providers.base import (AssistantMessage, HistoryItem, ModelReply, ModelRequest, Provider, ProviderError,
+                                ToolCall, ToolOutput, TurnCancelled, Usage, UserMessage)
+from scv.session.calls import ToolRunner
+from scv.supervision.approval import Verdict, policy_verdict
+
+
+class Phase(enum.Enum):
+    """What a running turn waits for; a client that cancels waits longer for a running tool."""
+    IDLE = "idle"
+    MODEL = "model"
+    APPROVAL = "approval"
+    TOOL = "tool"
+
+
+class TurnHost(Protocol):
+    """What a turn needs of its session (scv/session/session.py is the one)."""
+
+    emit: EventSink
+    provider: Provider
+    runner: ToolRunner
+    history: list[HistoryItem]
+    system_prompt: str
+    tool_schemas: tuple[dict[str, Any], ...]
+    hosted_tools: tuple[dict[str, Any], ...]
+    phase: Phase
+    cancel_reason: str
+
+    @property
+    def config(self) -> Config: ...
+
+    def new_turn_id(self) -> str: ...
+
+    def ask(self, turn_id: str, tool: str, risk: Risk, summary: str, cancel: Cancellation) -> bool: ...
+
+    def finish_reply(self, reply: ModelReply) -> str: ...
+
+
+@dataclass
+class TurnOutcome:
+    turn_id: str
+    status: str                     # "completed", "failed" or "cancelled"
+    reply: str = ""
+    error: str = ""
+    reason: str = ""                # of a failure: "provider", "turn_limit", "cancelled", "internal"
+    usage: Usage = field(default_factory=Usage)
+
+
+class TurnLimit(ProviderError):
+    """The model kept asking for tools for `agent.max_turns` responses."""
+
+
+def result_text(ok: bool, value: dict[str, Any]) -> str:
+    """A tool result as the model reads it: its JSON with an `ok` flag first."""
+    return msgspec.json.encode({"ok": ok, **value}).decode()
+
+
+def _with_origin(params: dict[str, Any], origin: dict[str, Any] | None) -> dict[str, Any]:
+    if origin is not None:
+        params["origin"] = origin
+    return params
+
+
+def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: dict[str, Any] | None = None,
+             turn_id: str | None = None) -> TurnOutcome:
+    turn_id = turn_id or session.new_turn_id()
+    emit = session.emit
+    channel = session.ctx.channel
+    if channel is not None:
+        channel.begin_reply()       # the files chat_attach sends go with this turn's reply
+    emit(ev.TURN_STARTED, _with_origin({"turn_id": turn_id, "prompt": prompt}, origin))
+    outcome = TurnOutcome(turn_id=turn_id, status="failed")
+    session.history.append(UserMessage(text=prompt))
+    try:
+        outcome.reply = _loop(session, turn_id, cancel, outcome.usage)
+        outcome.status = "completed"
+    except TurnCancelled:
+        outcome.status, outcome.reason = "cancelled", session.cancel_reason
+        outcome.error = f"the turn was cancelled ({session.cancel_reason})"
+    except ProviderError as err:
+        outcome.reason, outcome.error = ("turn_limit" if isinstance(err, TurnLimit) else "provider"), str(err)
+    except Exception as err:
+        # A bug of SCV's own must end this turn, not the server's turn thread: later turns still
+        # run, and the traceback goes to stderr for the report.
+        traceback.print_exc(file=sys.stderr)
+        outcome.reason = "internal"
+        outcome.error = (f"SCV failed with an internal error ({type(err).__name__}: {str(err)[:200]}); the "
+                         "conversation is kept, so the turn can be retried; please report the traceback on stderr")
+    finally:
+        session.phase = Phase.IDLE
+    files = {} if channel is None else {"attachments": list(channel.reply)}
+    if outcome.status == "completed":
+        if channel is not None:
+            outcome.reply = channel.captioned(outcome.reply)
+        emit(ev.TURN_COMPLETED, _with_origin({"turn_id": turn_id, "reply": outcome.reply,
+                                              "usage": msgspec.to_builtins(outcome.usage), **files}, origin))
+    else:
+        emit(ev.TURN_FAILED, _with_origin({"turn_id": turn_id, "reason": outcome.reason, "error": outcome.error,
+                                           "usage": msgspec.to_builtins(outcome.usage), **files}, origin))
+    return outcome
+
+
+def _loop(session: TurnHost, turn_id: str, cancel: Cancellation, usage: Usage) -> str:
+    limit = session.config.agent.max_turns
+    for _ in range(limit):
+        if cancel.cancelled:
+            raise TurnCancelled("the turn was cancelled")
+        request = ModelRequest(system_prompt=session.system_prompt, history=tuple(session.history),
+                               tools=session.tool_schemas, hosted_tools=session.hosted_tools)
+        session.phase = Phase.MODEL
+        reply = session.provider.complete(
+            request, cancel=cancel, on_text=lambda delta: session.emit(ev.ASSISTANT_DELTA,
+                                                                       {"turn_id": turn_id, "text": delta}))
+        usage.add(reply.usage)
+        if reply.text:
+            session.emit(ev.ASSISTANT_TEXT, {"turn_id": turn_id, "text": reply.text})
+        if not reply.tool_calls:
+            session.history.append(AssistantMessage(text=reply.text))
+            return session.finish_reply(reply)
+        outputs = [_tool_call(session, turn_id, call, cancel) for call in reply.tool_calls]
+        # The model's calls and every result enter the history together, so the next request
+        # (in this turn or, after a cancellation, the next) always pairs each call with an output.
+        session.history.append(AssistantMessage(text=reply.text, tool_calls=reply.tool_calls))
+        session.history.extend(outputs)
+        if cancel.cancelled:
+            raise TurnCancelled("the turn was cancelled")
+    raise TurnLimit(f"the model asked for tools in {limit} responses in a row without a final reply "
+                    "(agent.max_turns); the turn stopped")
+
+
+def _tool_call(session: TurnHost, turn_id: str, call: ToolCall, cancel: Cancellation) -> ToolOutput:
+    emit = session.emit
+    started = {"turn_id": turn_id, "call_id": call.id, "tool": call.name, "arguments": call.arguments}
+    if cancel.cancelled:
+        return ToolOutput(call_id=call.id, output=result_text(False, {"error": "the turn was cancelled before this "
+                                                                               "call ran"}))
+    try:
+        prepared = session.runner.prepare(call.name, call.arguments)
+    except RefusedError as err:
+        emit(ev.TOOL_STARTED, {**started, "risk": None, "summary": None})
+        return _completed(session, turn_id, call, False, {"error": str(err), "refused": True})
+    emit(ev.TOOL_STARTED, {**started, "risk": prepared.risk.value, "summary": prepared.summary})
+    session.phase = Phase.APPROVAL
+    try:
+        session.runner.approve(prepared, approver=lambda tool, risk, summary: session.ask(
+            turn_id, tool, risk, summary, cancel))
+    except RefusedError as err:
+        return _completed(session, turn_id, call, False, {"error": str(err), "refused": True})
+    if cancel.cancelled:
+        return _completed(session, turn_id, call, False, {"error": "the turn was cancelled before this call ran"})
+    throttle = ev.ProgressThrottle(lambda line: emit(ev.TOOL_PROGRESS, {"turn_id": turn_id, "call_id": call.id,
+                                                                         "line": line}))
+
+    def relayed_approval(ask: ApprovalRequest) -> bool:
+        # A nested agent's request: the same policy and client as the session's own calls.
+        try:
+            risk = Risk(ask.risk)
+        except ValueError:
+            risk = Risk.DELEGATE
+        verdict = policy_verdict(session.config.tools.approval_policy, risk)
+        if verdict is not Verdict.ASK:
+            return verdict is Verdict.RUN
+        return session.ask(turn_id, ask.tool, risk, ask.summary, cancel)
+
+    session.phase = Phase.TOOL
+    try:
+        result = session.runner.run(prepared, cancel=cancel, on_progress=throttle.offer,
+                                    on_approval=relayed_approval)
+    finally:
+        session.phase = Phase.MODEL
+    throttle.flush()
+    return _completed(session, turn_id, call, result.ok, result.value)
+
+
+def _completed(session: TurnHost, turn_id: str, call: ToolCall, ok: bool, value: dict[str, Any]) -> ToolOutput:
+    params = {"turn_id": turn_id, "call_id": call.id, "tool": call.name, "ok": ok, "result": value}
+    jobs = job_changes(value)
+    if jobs:
+        params["jobs"] = jobs
+    session.emit(ev.TOOL_COMPLETED, params)
+    return ToolOutput(call_id=call.id, output=result_text(ok, value))
+
+
+def job_changes(value: dict[str, Any]) -> list[dict[str, str]]:
+    """The background jobs a call started or showed, by handle and status, whatever the tool: a
+    parent following this session (a nested SCV's caller) counts its jobs from these."""
+    entries = value.get("jobs") if isinstance(value.get("jobs"), list) else [value]
+    return [{"job": e["job"], "status": e["status"]} for e in entries
+            if isinstance(e, dict) and isinstance(e.get("job"), str) and isinstance(e.get("status"), str)]

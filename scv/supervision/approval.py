@@ -1,0 +1,71 @@
+"""Approval: the policy decides first, then the client's approver, never a silent wait.
+
+`on-risk` runs read-only calls and asks about the rest; `never` runs read-only calls and denies
+the rest, whatever the client would say. An approver is any callable
+`(tool, risk, summary) -> bool`; with no person to ask, the request is denied with a sentence
+saying how to allow it.
+"""
+
+import enum
+import sys
+from typing import Protocol
+
+from scv.core.errors import RefusedError
+from scv.core.risk import Risk
+
+
+class Verdict(enum.Enum):
+    RUN = "run"
+    ASK = "ask"
+    DENY = "deny"
+
+
+def policy_verdict(policy: str, risk: Risk) -> Verdict:
+    if risk is Risk.READ_ONLY:
+        return Verdict.RUN
+    return Verdict.ASK if policy == "on-risk" else Verdict.DENY
+
+
+class Approver(Protocol):
+    def __call__(self, tool: str, risk: Risk, summary: str) -> bool: ...
+
+
+def approve_all(tool: str, risk: Risk, summary: str) -> bool:
+    return True
+
+
+def no_person(tool: str, risk: Risk, summary: str) -> bool:
+    raise RefusedError(f"{tool} needs approval ({risk.value} risk) and there is no terminal to ask; "
+                        "run again with --auto-approve to allow it")
+
+
+def terminal_approver(prompt_stream=None, answer_stream=None) -> Approver:
+    """Asks y/N on stderr and reads the answer from stdin (a terminal)."""
+    out = prompt_stream or sys.stderr
+    inp = answer_stream or sys.stdin
+
+    def ask(tool: str, risk: Risk, summary: str) -> bool:
+        out.write(f"scv: {tool} ({risk.value}) wants to {summary}\nAllow? [y/N] ")
+        out.flush()
+        answer = inp.readline()
+        return answer.strip().lower() in ("y", "yes")
+    return ask
+
+
+def choose_approver(auto_approve: bool, stdin_is_terminal: bool) -> Approver:
+    if auto_approve:
+        return approve_all
+    return terminal_approver() if stdin_is_terminal else no_person
+
+
+def check_approval(policy: str, risk: Risk, tool: str, summary: str, approver: Approver) -> None:
+    """Returns if the call may run; raises RefusedError (exit 2) with the reason otherwise."""
+    verdict = policy_verdict(policy, risk)
+    if verdict is Verdict.RUN:
+        return
+    if verdict is Verdict.DENY:
+        raise RefusedError(f"{tool} has {risk.value} risk and tools.approval_policy is \"never\", which denies it; "
+                           "set the policy to \"on-risk\" to be asked instead")
+    if not approver(tool, risk, summary):
+        raise RefusedError(f"approval for {tool} was denied")
+
