@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from scv.core.agents.options import check_model
 from scv.core.errors import RefusedError
-from workers.agents.lines import LineSplitter
+from scv.core.lines import LineSplitter
 from workers.agents.parse_claude import ClaudeStreamParser
 from workers.agents.parse_codex import CodexJsonParser
 from workers.agents.parse_pi import PiJsonParser

@@ -13,7 +13,7 @@ from scv.core.agents.options import check_effort, check_model, check_prompt
 from scv.core.errors import RefusedError
 from tests.agent_fakes import CAPTURES
 from workers.agents.capture import Tail, bound
-from workers.agents.lines import LineSplitter
+from scv.core.lines import LineSplitter
 from workers.agents.parse_claude import ClaudeStreamParser
 from workers.agents.parse_codex import CodexJsonParser
 from workers.agents.parse_pi import PiJsonParser

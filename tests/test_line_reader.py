@@ -1,5 +1,6 @@
-"""The stdio server's line reader over real pipes: whole lines in any chunking, an over-long line
-skipped as it arrives, a last line without a newline, and a stop that ends a silent wait."""
+"""The line reader over real pipes (the stdio server's and the batch runner's): whole lines in any
+chunking, blank ones skipped, an over-long line skipped as it arrives, a last line without a
+newline, and a stop that ends a silent wait."""
 
 import os
 import threading
@@ -7,7 +8,7 @@ import threading
 from hypothesis import given, settings, strategies as st
 
 from scv.core.cancellation import Cancellation
-from scv.core.line_reader import TOO_LONG, LineReader
+from scv.core.lines import TOO_LONG, LineReader
 
 
 def reader_over(data_chunks: list[bytes], limit: int = 64):
@@ -36,14 +37,14 @@ def test_lines_arrive_whole_however_the_pipe_cuts_them(lines, data):
     cuts = sorted(data.draw(st.sets(st.integers(0, len(stream)), max_size=6)))
     chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)]) if stream[a:b]]
     reader, fd, stop = reader_over(chunks)
-    assert read_all(reader) == [line + b"\n" for line in lines]
+    assert read_all(reader) == [line for line in lines if line.strip()]
     os.close(fd)
     stop.close()
 
 
 def test_an_over_long_line_is_skipped_and_the_next_one_read():
     reader, fd, stop = reader_over([b"x" * 50, b"y" * 100, b"\nshort\nlast"], limit=64)
-    assert read_all(reader) == [TOO_LONG, b"short\n", b"last"]
+    assert read_all(reader) == [TOO_LONG, b"short", b"last"]
     os.close(fd)
     stop.close()
 

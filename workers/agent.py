@@ -18,7 +18,7 @@ from workers import delegation_records
 from workers.agents import tracking
 from workers.agents.capture import Head, Tail
 from workers.agents.grace import ResultGraceToken
-from workers.agents.lines import LineSplitter
+from scv.core.lines import LineSplitter
 from workers.agents.outcome import decide
 from workers.agents.parse_claude import ClaudeStreamParser
 from workers.agents.parse_codex import CodexJsonParser

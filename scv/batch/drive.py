@@ -1,12 +1,12 @@
 """What both engines' drivers share: the result sink over an earlier run's output (resume), and
 running the batch in the main thread with SIGINT and SIGTERM stopping it."""
 
-import signal
 import sys
 from pathlib import Path
 
 from scv.batch import results, tasks
 from scv.batch.runner import BatchRunner
+from scv.core.signals import on_stop_signals
 
 
 def open_output(output: Path | None, batch: list[tasks.Task]):
@@ -20,12 +20,11 @@ def open_output(output: Path | None, batch: list[tasks.Task]):
 
 def drive(runner: BatchRunner, sink: results.ResultSink) -> int:
     """Runs the batch in this (the main) thread: SIGINT and SIGTERM stop it."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda signum, frame: runner.stop(signum))
     if runner.tally.skipped:
         runner.display.note(f"{runner.tally.skipped} task(s) already completed in {sink.path}; running "
                             f"{len(runner.tasks)}")
     try:
-        return runner.run()
+        with on_stop_signals(runner.stop):
+            return runner.run()
     finally:
         sink.close()

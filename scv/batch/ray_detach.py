@@ -29,6 +29,7 @@ from scv.batch.tasks import Task
 from scv.cluster.connect import connect_driver
 from scv.cluster.settings import HEAD_RESOURCE, NAMESPACE, ClusterError
 from scv.core.errors import EXIT_FAILED, EXIT_OK, interrupted_exit
+from scv.core.signals import on_stop_signals
 
 EVENTS_KEPT = 2000
 WAIT_SECONDS = 1.0
@@ -179,8 +180,12 @@ def _stream(actor, sink: ResultSink, kept: set[str], display: Display, total: in
     """Appends the batch's result lines not in the output yet, until the batch is done (or this
     command is stopped: the batch goes on, on the head)."""
     stopped: list[int] = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda signum, frame: stopped.append(signum))
+    with on_stop_signals(stopped.append):
+        return _stream_until_done(actor, sink, kept, display, total, cancelling, stopped)
+
+
+def _stream_until_done(actor, sink: ResultSink, kept: set[str], display: Display, total: int, cancelling: bool,
+                       stopped: list[int]) -> int:
     tally = Tally(total=total, skipped=len(kept))
     written: set[str] = set()
     all_completed = True

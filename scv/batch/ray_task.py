@@ -21,6 +21,7 @@ import ray
 
 from scv.batch.run_one import PARENT_VARIABLE
 from scv.cluster import WORKSPACE_VARIABLE
+from scv.core.lines import LineSplitter
 from scv.core.stopping import SETTLE_SECONDS
 
 PUMP_SECONDS = 0.2
@@ -35,10 +36,10 @@ def runner_environment(inherited: dict[str, str]) -> dict[str, str]:
     return env
 
 
-class _Runner:
+class _RunOneProcess:
     # This Ray worker's runner, kept between tasks. A class attribute, not a module global: Ray
     # may ship the task function by value, with globals of its own; the class is imported.
-    kept: "_Runner | None" = None
+    kept: "_RunOneProcess | None" = None
 
     def __init__(self):
         # From this (the task's main) thread: the runner's death signal follows the thread that forked it.
@@ -51,12 +52,13 @@ class _Runner:
         self.selector.register(proc.stdout, selectors.EVENT_READ, "out")
         self.selector.register(proc.stderr, selectors.EVENT_READ, "err")
         self.open = 2
-        self.buffer = b""
+        self.lines: list[bytes] = []
+        self.splitter = LineSplitter(lambda run: self.lines.extend(line for line in run.split(b"\n") if line.strip()),
+                                     MAX_LINE)
         self.stderr = b""
         self.saw_result = False
 
     def _read(self, timeout: float) -> list[bytes]:
-        lines = []
         for key, _ in self.selector.select(timeout):
             data = os.read(key.fileobj.fileno(), 65536)
             if not data:
@@ -66,17 +68,12 @@ class _Runner:
             if key.data == "err":
                 self.stderr = (self.stderr + data)[-STDERR_TAIL:]
                 continue
-            self.buffer += data
-            while b"\n" in self.buffer:
-                line, self.buffer = self.buffer.split(b"\n", 1)
-                if line.strip():
-                    lines.append(line)
-            if len(self.buffer) > MAX_LINE:
-                self.buffer = b""       # an over-long line is skipped, never kept growing
+            self.splitter.feed(data)
+        lines, self.lines = self.lines, []
         return lines
 
     def usable(self) -> bool:
-        return self.proc.poll() is None and self.open == 2 and not self.buffer
+        return self.proc.poll() is None and self.open == 2 and not self.splitter.holding
 
     def messages(self, payload: bytes):
         """The runner's lines for one task, up to and with its result line."""
@@ -132,16 +129,16 @@ class _Runner:
 def run_task(payload: bytes):
     host = socket.gethostname()
     yield {"type": "started", "node_id": ray.get_runtime_context().get_node_id(), "host": host}
-    if _Runner.kept is None or not _Runner.kept.usable():
-        _Runner.kept = _Runner()
-    runner = _Runner.kept
+    if _RunOneProcess.kept is None or not _RunOneProcess.kept.usable():
+        _RunOneProcess.kept = _RunOneProcess()
+    runner = _RunOneProcess.kept
     try:
         yield from runner.messages(payload)
     except BaseException:       # Ray's cancel (KeyboardInterrupt), or the generator closed
         # RUNNING -> CANCELLING: the runner stops its agent, reports, and exits
-        _Runner.kept = None
+        _RunOneProcess.kept = None
         runner.stop()
         raise
     if not runner.saw_result:
-        _Runner.kept = None
+        _RunOneProcess.kept = None
         yield {"type": "result", "result": runner.failure(host)}

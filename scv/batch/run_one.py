@@ -22,7 +22,6 @@ the current folder; a task's `cwd` must stay inside it."""
 
 import ctypes
 import os
-import select
 import signal
 import sys
 from typing import Any
@@ -32,7 +31,10 @@ import msgspec
 from scv.batch.engine import Finished, Progress, Submission
 from scv.batch.tasks import Task, TaskLine
 from scv.cluster import WORKSPACE_VARIABLE
+from scv.core.cancellation import Cancellation
 from scv.core.errors import EXIT_USAGE, ScvError
+from scv.core.lines import TOO_LONG, LineReader
+from scv.core.signals import on_stop_signals
 
 PARENT_VARIABLE = "SCV_RUN_ONE_PARENT"
 MAX_INPUT_BYTES = 1 << 20
@@ -81,36 +83,8 @@ def die_with_parent() -> bool:
     return not (expected and expected.isdigit() and os.getppid() != int(expected))
 
 
-class _Lines:
-    """Lines of stdin, waiting at most 0.2 s at a time so a stop request is seen when idle."""
-
-    def __init__(self, fd: int):
-        self.fd = fd
-        self.buffer = b""
-        self.ended = False
-
-    def next(self, stop: list[int]) -> bytes | None:
-        while True:
-            if b"\n" in self.buffer:
-                line, self.buffer = self.buffer.split(b"\n", 1)
-                if line.strip():
-                    return line
-                continue
-            if self.ended or stop:
-                line, self.buffer = self.buffer, b""
-                return line if line.strip() and not stop else None
-            if len(self.buffer) > MAX_INPUT_BYTES:
-                self.buffer = b""
-                return b"\0too long"
-            ready, _, _ = select.select([self.fd], [], [], 0.2)
-            if ready:
-                data = os.read(self.fd, 65536)
-                self.buffer += data
-                self.ended = not data
-
-
-def _decode(line: bytes) -> OneTask:
-    if line == b"\0too long":
+def _decode(line: bytes | object) -> OneTask:
+    if line is TOO_LONG:
         raise ValueError(f"a task line is over {MAX_INPUT_BYTES} bytes")
     try:
         return _decoder.decode(line)
@@ -120,16 +94,26 @@ def _decode(line: bytes) -> OneTask:
 
 def main(workspace: str | None) -> int:
     stop: list[int] = []
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda signum, frame: stop.append(signum))
+    stopping = Cancellation()       # rung with `stop`, so a wait for the next task ends at once
+
+    def on_signal(signum: int) -> None:
+        stop.append(signum)
+        stopping.cancel()
+
+    with on_stop_signals(on_signal):
+        return _serve(workspace, stop, stopping)
+
+
+def _serve(workspace: str | None, stop: list[int], stopping: Cancellation) -> int:
     out = _Out(sys.stdout.fileno())
     if not die_with_parent():
         return 1        # the engine worker that started this is gone: nobody wants the result
     root = workspace or os.environ.get(WORKSPACE_VARIABLE) or None
-    lines, runner, code = _Lines(sys.stdin.fileno()), _Runner(root), 0
+    lines = LineReader(sys.stdin.fileno(), stopping.fileno(), MAX_INPUT_BYTES)
+    runner, code = _CallPath(root), 0
     try:
         while not stop:
-            line = lines.next(stop)
+            line = lines.next()
             if line is None:
                 break
             try:
@@ -145,7 +129,7 @@ def main(workspace: str | None) -> int:
     return code
 
 
-class _Runner:
+class _CallPath:
     """The call path, opened for the first task and kept for the next ones."""
 
     def __init__(self, root: str | None):

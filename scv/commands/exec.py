@@ -7,7 +7,6 @@ that call has ended (at most the supervisor's cancel bound).
 """
 
 import select
-import signal
 import sys
 import threading
 import time
@@ -23,6 +22,7 @@ from scv.core.cancellation import Cancellation
 from scv.core.errors import (EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE, RefusedError, ScvError, UsageError,
                              interrupted_exit)
 from scv.core.risk import Risk
+from scv.core.signals import on_stop_signals
 from scv.core.stopping import SETTLE_SECONDS
 from scv.delegations.startup import start_tracking
 from scv.providers.factory import build_provider
@@ -146,14 +146,18 @@ def _run(session: Session, prompt: str, timeout: float | None) -> int:
     cancel = Cancellation()
     stopped_by: list[int] = []
 
-    def on_signal(signum, frame):
+    def on_signal(signum: int) -> None:
         if not stopped_by:
             stopped_by.append(signum)
             session.cancel_reason = "interrupted"
             cancel.cancel()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, on_signal)
+    with on_stop_signals(on_signal):
+        return _run_turns(session, prompt, timeout, cancel, stopped_by)
+
+
+def _run_turns(session: Session, prompt: str, timeout: float | None, cancel: Cancellation,
+               stopped_by: list[int]) -> int:
     outcomes = []
     done = Cancellation()       # readable once the turns are over
 

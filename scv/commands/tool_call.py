@@ -3,11 +3,11 @@ and the call itself, cancelled by SIGINT or SIGTERM. Loaded by scv/commands/tool
 starts the fork point, so that the two load side by side."""
 
 import contextlib
-import signal
 
 from scv.config.load import scv_home
 from scv.core.cancellation import Cancellation
 from scv.core.messages import Result
+from scv.core.signals import on_stop_signals
 from scv.session.calls import ToolRunner
 from scv.session.context import load_context
 from scv.supervision.approval import choose_approver
@@ -47,14 +47,12 @@ def _cancelled_by_signals():
     get TERM, two seconds, then KILL, and the result still reaches stdout."""
     cancel, stopped_by = Cancellation(), []
 
-    def on_signal(signum, frame):
+    def on_signal(signum: int) -> None:
         stopped_by.append(signum)
         cancel.cancel()
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield cancel, stopped_by
+        with on_stop_signals(on_signal):
+            yield cancel, stopped_by
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         cancel.close()

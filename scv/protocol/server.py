@@ -18,7 +18,6 @@ import os
 import enum
 import queue
 import select
-import signal
 import sys
 import threading
 import uuid
@@ -33,9 +32,10 @@ from scv.config.load import load_config
 from scv.core import events as ev
 from scv.core.cancellation import Cancellation
 from scv.core.errors import ScvError
-from scv.core.line_reader import TOO_LONG, LineReader
+from scv.core.lines import TOO_LONG, LineReader
 from scv.core.lineage import inherited_depth
 from scv.core.risk import Risk
+from scv.core.signals import on_stop_signals
 from scv.core.stopping import SETTLE_SECONDS
 from scv.protocol.messages import (INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_BYTES, PROTOCOL_VERSION,
                                    SERVER_ERROR, ApprovalResolve, BadMessage, ErrorObject, ErrorResponse,
@@ -166,27 +166,26 @@ class StdioServer:
     def serve(self) -> int:
         signalled: list[int] = []
 
-        def on_signal(signum, frame):
+        def on_signal(signum: int) -> None:
             signalled.append(signum)
             self._stopping.cancel()     # a byte in a pipe: the read loop's select sees it
 
-        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         reader = LineReader(self.stdin.fileno(), self._stopping.fileno(), MAX_MESSAGE_BYTES)
-        try:
-            while not self.client_gone and not signalled:
-                line = reader.next()
-                if line is None:
-                    break
-                if line is TOO_LONG:
-                    self._error(None, INVALID_REQUEST, f"a message is over {MAX_MESSAGE_BYTES} bytes; it was skipped")
-                    continue
-                if line.strip():
-                    self._handle(line)
-        finally:
-            # A second signal while the turn stops is recorded, not fatal: the processes get stopped.
-            self._shutdown("interrupted" if signalled else "client_gone")
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        # A second signal while the turn stops is recorded, not fatal: the processes get stopped.
+        with on_stop_signals(on_signal):
+            try:
+                while not self.client_gone and not signalled:
+                    line = reader.next()
+                    if line is None:
+                        break
+                    if line is TOO_LONG:
+                        self._error(None, INVALID_REQUEST,
+                                    f"a message is over {MAX_MESSAGE_BYTES} bytes; it was skipped")
+                        continue
+                    if line.strip():
+                        self._handle(line)
+            finally:
+                self._shutdown("interrupted" if signalled else "client_gone")
         return 0
 
     def _handle(self, line: bytes) -> None:

@@ -15,7 +15,7 @@ import time
 
 from tests.benchmarks.common import PeakMemory, chunked_stream, line, rss_bytes
 from tests.agent_fakes import CAPTURES
-from workers.agents.lines import MAX_LINE_BYTES, LineSplitter
+from scv.core.lines import MAX_LINE_BYTES, LineSplitter
 from workers.agents.parse_claude import ClaudeStreamParser
 from workers.agents.parse_codex import CodexJsonParser
 from workers.agents.parse_pi import PiJsonParser

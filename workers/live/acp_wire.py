@@ -19,7 +19,7 @@ from typing import Any, Union
 
 import msgspec
 
-from workers.agents.lines import LineSplitter
+from scv.core.lines import LineSplitter
 
 PROTOCOL_VERSION = 1
 MAX_LINE_BYTES = 50 << 20

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from workers.agents.capture import bound
-from workers.agents.lines import LineSplitter
+from scv.core.lines import LineSplitter
 from workers.agents.outcome import hint_for
 from workers.agents.redact import redact_message
 from workers.agents.report import AVAILABILITY, as_int

@@ -117,7 +117,6 @@ class AgentTool(ToolSpec):
         if name not in offered:
             raise RefusedError(f'agent "{name}" is not offered in this session; choose one of: {choices}')
         chosen = offered[name]
-        descriptor = chosen.descriptor
         model, effort, cwd = blank_to_none(args.model), blank_to_none(args.effort), blank_to_none(args.cwd)
         for option, value in (("model", model), ("effort", effort), ("session", handle)):
             if value is not None and not chosen.takes(option):
