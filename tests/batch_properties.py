@@ -10,6 +10,7 @@ import msgspec
 from hypothesis import strategies as st
 
 from scv.batch import results, tasks
+from scv.core import files
 from scv.core.delegations import records
 from scv.core.errors import RefusedError, UsageError
 from scv.delegations.transcripts_gc import HOUR, parse_age
@@ -66,7 +67,7 @@ def check_record_bytes(data: bytes) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         folder = records.folder(home)
-        records.ensure_folder(folder)
+        files.ensure_folder(folder)
         (folder / "codex-abc.json").write_bytes(data)
         found = records.all_records(home)
         assert all(isinstance(r.pid, int) and isinstance(r.handle, str) for r in found)

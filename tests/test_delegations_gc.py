@@ -7,6 +7,7 @@ import time
 
 import psutil
 
+from scv.core import files
 from scv.core.delegations import records
 from scv.delegations.transcripts_gc import parse_age
 from tests.conftest import run_scv
@@ -27,7 +28,7 @@ def test_gc_keeps_live_recent_and_linked_files(scv_home, tmp_path):
     live_id = "01a23691-2d39-76f3-96e6-26722adb2aab"
     me = psutil.Process()
     markers = scv_home / "state" / "conversations"
-    records.ensure_folder(markers)
+    files.ensure_folder(markers)
     (markers / live_id).write_text(json.dumps({"pid": me.pid, "start": me.create_time()}))
     dead_id = "11111111-2d39-76f3-96e6-26722adb2aab"
     (markers / dead_id).write_text(json.dumps({"pid": me.pid, "start": me.create_time() - 50}))

@@ -11,6 +11,7 @@ import time
 
 import psutil
 
+from scv.core import files
 from scv.core.delegations import processes, records
 from scv.delegations.reconcile import live_marker_ids, reconcile
 from tests.conftest import run_scv, scv_env
@@ -134,7 +135,7 @@ def test_a_live_owners_record_stays_while_its_agent_runs_and_goes_once_nothing_i
 
 def test_markers_of_dead_owners_are_removed(scv_home):
     folder = scv_home / "state" / "conversations"
-    records.ensure_folder(folder)
+    files.ensure_folder(folder)
     gone = subprocess.Popen(["true"])
     gone.wait()
     me = psutil.Process()

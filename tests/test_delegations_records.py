@@ -9,6 +9,7 @@ import threading
 
 import psutil
 
+from scv.core import files
 from scv.core.delegations import records
 from tests.conftest import run_scv
 from tests.delegation_fakes import codex_reply_lines, fake_agent, records_in, tagged_with
@@ -88,7 +89,7 @@ def test_agents_kill_refuses_bad_and_unknown_handles():
 
 def test_records_skip_symlinks_and_garbage(scv_home, tmp_path):
     folder = scv_home / "state" / "delegations"
-    records.ensure_folder(folder)
+    files.ensure_folder(folder)
     (folder / "junk.json").write_text("{not json")
     outside = tmp_path / "outside.json"
     outside.write_text("{}")

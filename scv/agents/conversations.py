@@ -79,14 +79,8 @@ def write_marker(folder: Path, vendor_id: str, handle: str, agent: str) -> Path 
     from scv.core.delegations.processes import start_time
     body = json.dumps({"pid": os.getpid(), "start": start_time(os.getpid()), "agent": agent,
                        "handle": handle}).encode()
-    import tempfile     # late: only a conversation's first turn writes a marker
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".marker-")
-    try:
-        os.write(fd, body)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, folder / vendor_id)
+    from scv.core.files import write_atomic     # late: only a conversation's first turn writes a marker
+    write_atomic(folder / vendor_id, body, private_folder=False)
     return folder / vendor_id
 
 

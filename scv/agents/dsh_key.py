@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scv.core.agents.descriptors import DESCRIPTORS, DSH, state_dir
-from scv.core.delegations.records import write_atomic
 from scv.core.errors import ScvError
+from scv.core.files import write_atomic
 
 CREDENTIALS = ".credentials.yaml"
 REFS, ENTRY = "refs", "DEEPSEEK_API_KEY"

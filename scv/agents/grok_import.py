@@ -16,8 +16,8 @@ from scv.agents.login import prepare_private_home
 from scv.agents.toml_merge import MergeRefused, merge
 from scv.core.agents.descriptors import DESCRIPTORS, GROK, state_dir
 from scv.core.agents.environment import is_removed
-from scv.core.delegations.records import write_atomic
 from scv.core.errors import UsageError
+from scv.core.files import write_atomic
 
 CONFIG = "config.toml"
 RERUN = "scv agents import grok --from {source}"

@@ -14,8 +14,8 @@ from typing import Callable
 
 from scv.core.agents.descriptors import CODEX, DESCRIPTORS, state_dir
 from scv.core.agents.environment import is_removed
-from scv.core.delegations.records import ensure_folder, write_atomic
 from scv.core.errors import ScvError, UsageError
+from scv.core.files import ensure_folder, write_atomic
 
 CONFIG, AUTH = "config.toml", "auth.json"
 REPORTED_KEYS = ("model", "model_provider", "model_reasoning_effort", "sandbox_mode", "approval_policy")

@@ -11,8 +11,8 @@ from scv.core import stopping
 from scv.core.agents.descriptors import (CLAUDE, CODEX, DESCRIPTORS, GROK, Descriptor, agent_home,
                                          resolve_executable, state_dir)
 from scv.core.agents.environment import build_environment
-from scv.core.delegations.records import ensure_folder
 from scv.core.errors import ScvError, UsageError
+from scv.core.files import ensure_folder
 from scv.core.lineage import DEPTH_VARIABLE, PARENT_VARIABLE
 from scv.core.oscalls import REAL
 

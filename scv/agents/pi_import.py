@@ -11,7 +11,7 @@ from pathlib import Path
 
 from scv.agents import pi_setup, scv_import
 from scv.agents.imports import records_folder
-from scv.core.delegations.records import write_atomic
+from scv.core.files import write_atomic
 
 AGENT = "pi"
 SOURCE = "SCV's active provider"

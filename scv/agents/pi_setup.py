@@ -9,8 +9,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from scv.core.agents.descriptors import DESCRIPTORS, PI, state_dir
-from scv.core.delegations.records import write_atomic
 from scv.core.errors import ScvError, UsageError
+from scv.core.files import write_atomic
 
 PROVIDER = "scv"
 WIRE_APIS = {"responses": "openai-responses", "chat": "openai-completions"}

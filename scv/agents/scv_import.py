@@ -26,8 +26,8 @@ from scv.agents.signin import nested_provider
 from scv.agents.toml_merge import MergeRefused, merge
 from scv.config.load import Config, ProviderProfile, load_config
 from scv.core.agents.descriptors import DESCRIPTORS, SCV, state_dir
-from scv.core.delegations.records import ensure_folder, write_atomic
 from scv.core.errors import ConfigError
+from scv.core.files import ensure_folder, write_atomic
 
 CONFIG = "config.toml"
 PROVIDER = "scv"

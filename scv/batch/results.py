@@ -7,7 +7,6 @@ mid-line) are dropped before the run starts, so each task has exactly one line a
 """
 
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -15,6 +14,7 @@ from typing import Any, BinaryIO
 import msgspec
 
 from scv.core.errors import UsageError
+from scv.core.files import write_atomic
 
 COMPLETED = "completed"
 
@@ -65,16 +65,7 @@ class ResultSink:
             return
         data = b"".join(line + b"\n" for line in kept.values())
         try:
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.")
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.replace(tmp, self.path)
-            except BaseException:
-                os.unlink(tmp)
-                raise
+            write_atomic(self.path, data, private_folder=False)
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
         except OSError as err:
             raise UsageError(f"the output file {self.path} cannot be written ({err.strerror}); pass another "

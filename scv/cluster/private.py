@@ -16,7 +16,7 @@ from scv.cluster import WORKSPACE_VARIABLE
 from scv.cluster.connect import client_environment
 from scv.cluster.settings import NAMESPACE, ClusterError, slots_resource
 from scv.core import oscalls
-from scv.core.delegations.records import write_atomic
+from scv.core.files import write_atomic
 
 WATCHDOG_WAIT_SECONDS = 15.0
 

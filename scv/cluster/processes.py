@@ -19,7 +19,8 @@ import msgspec
 
 from scv.cluster.settings import ClusterError
 from scv.core import oscalls, stopping
-from scv.core.delegations.records import read_regular, write_atomic
+from scv.core.delegations.records import read_regular
+from scv.core.files import write_atomic
 from scv.core.stopping import SETTLE_SECONDS
 
 START_TOLERANCE = 0.05

@@ -16,8 +16,8 @@ import socket
 import stat
 from pathlib import Path
 
-from scv.core.delegations.records import ensure_folder, write_atomic
 from scv.core.errors import ScvError, UsageError
+from scv.core.files import ensure_folder, write_atomic
 
 TOKEN_NAME = "token"
 DEFAULT_PORT = 6379

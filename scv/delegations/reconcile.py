@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from scv.core import files
 from scv.core.delegations import processes, records
 from scv.core.delegations.records import Record
 
@@ -95,7 +96,7 @@ def remove_dead_markers(home: Path) -> list[str]:
 def _count_stopped(home: Path, more: int) -> None:
     # Under the reconcile lock: no other pass adds to the count meanwhile.
     total = stopped_so_far(home) + more
-    records.write_atomic(home / "state" / COUNTER, json.dumps({"stopped": total}).encode())
+    files.write_atomic(home / "state" / COUNTER, json.dumps({"stopped": total}).encode())
 
 
 def stopped_so_far(home: Path) -> int:
@@ -109,7 +110,7 @@ def stopped_so_far(home: Path) -> int:
 @contextlib.contextmanager
 def _exclusive(home: Path, name: str):
     """One SCV process at a time (several may start together): a lock file under state/."""
-    records.ensure_folder(home / "state")
+    files.ensure_folder(home / "state")
     fd = os.open(home / "state" / name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -10,11 +10,11 @@ regular (symlinks included) or that do not decode are skipped, never followed.
 import os
 import re
 import stat
-import tempfile
 from pathlib import Path
 
 import msgspec
 
+from scv.core.files import write_atomic
 from scv.core.lineage import last_link
 
 HANDLE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -58,44 +58,6 @@ def check_handle(handle: str) -> str:
         raise ValueError(f"{handle!r} is not a delegation handle (letters, digits, '.', '_' and '-', such as "
                          "codex-3f9a2c)")
     return handle
-
-
-def ensure_folder(path: Path) -> None:
-    """`path` as a 0700 folder; any folder created on the way (such as `state/`) is 0700 too."""
-    missing = []
-    for folder in (path, *path.parents):
-        if folder.exists():
-            break
-        missing.append(folder)
-    for folder in reversed(missing):
-        try:
-            folder.mkdir(mode=0o700)
-        except FileExistsError:     # another SCV process made it meanwhile
-            pass
-    os.chmod(path, 0o700)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Writes `data` to `path` through a temporary file in the same folder (mode 0600)."""
-    ensure_folder(path.parent)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        os.fchmod(fd, 0o600)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-        os.close(fd)
-        fd = -1
-        os.replace(tmp, path)
-    except BaseException:
-        if fd >= 0:
-            os.close(fd)
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def write(home: Path, record: Record) -> Path:
