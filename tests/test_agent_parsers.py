@@ -12,12 +12,12 @@ from scv.agents.conversations import Conversations
 from scv.core.agents.options import check_effort, check_model, check_prompt
 from scv.core.errors import RefusedError
 from tests.agent_fakes import CAPTURES
-from workers.agents.capture import Tail, bound
 from scv.core.lines import LineSplitter
+from workers.agents.capture import Tail, bound
 from workers.agents.parse_claude import ClaudeStreamParser
 from workers.agents.parse_codex import CodexJsonParser
 from workers.agents.parse_pi import PiJsonParser
-from workers.agents.progress import ProgressThrottle
+from workers.agents.progress import AgentProgress
 from workers.agents.redact import redact
 
 
@@ -161,15 +161,15 @@ def test_redaction_is_bounded_single_line_and_hides_known_tokens(text):
 def test_progress_throttle_twice_a_second():
     now = [0.0]
     sent = []
-    throttle = ProgressThrottle(sent.append, clock=lambda: now[0])
+    throttle = AgentProgress(sent.append, clock=lambda: now[0], start_timer=lambda delay, due: lambda: None)
     throttle.offer("$ one")
     throttle.offer("$ two")
     throttle.offer("$ three")
     now[0] = 0.4
-    throttle.flush()
+    throttle.due()                              # a wake-up a little early sends nothing yet
     assert sent == ["$ one"]
     now[0] = 0.6
-    throttle.flush()
+    throttle.due()
     assert sent == ["$ one", "$ three"]
     throttle.offer("$ four")
     now[0] = 1.2
@@ -179,14 +179,15 @@ def test_progress_throttle_twice_a_second():
 
 def test_progress_throttle_asks_to_be_woken_for_a_waiting_line():
     now, sent, wakes = [10.0], [], []
-    throttle = ProgressThrottle(sent.append, clock=lambda: now[0], wake=wakes.append)
+    throttle = AgentProgress(sent.append, clock=lambda: now[0],
+                             start_timer=lambda delay, due: wakes.append(delay) or (lambda: None))
     throttle.offer("$ one")
     assert sent == ["$ one"] and wakes == []
     now[0] = 10.2
     throttle.offer("$ two")
     assert sent == ["$ one"] and wakes == [pytest.approx(0.3)]
     now[0] = 10.5
-    throttle.flush()                            # what the run calls when woken
+    throttle.due()                              # what the run calls when woken
     assert sent == ["$ one", "$ two"]
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from scv.config.load import load_config
 from scv.core.cancellation import Cancellation
-from scv.core.events import ProgressThrottle
 from scv.core.messages import Result
+from scv.core.progress import ProgressThrottle
 from scv.providers.base import AssistantMessage, ModelReply, ToolCall, ToolOutput, UserMessage
 from scv.providers.fake import FakeProvider
 from scv.session.session import Session
@@ -179,8 +179,8 @@ def test_progress_throttle_window():
     assert timers.fire() == pytest.approx(0.4) and sent == ["a", "d"]     # nothing held any more
     clock.now += 0.1
     throttle.offer("e")
-    throttle.flush()
-    throttle.flush()
+    throttle.finish()
+    throttle.finish()
     assert sent == ["a", "d", "e"] and timers.cancelled == 1
 
 
@@ -198,7 +198,7 @@ def test_a_held_line_goes_out_when_the_window_passes():
     clock.now += 0.1
     throttle.offer("again")         # within the window of "working": held again
     assert sent == ["started", "working"]
-    throttle.flush()
+    throttle.finish()
     assert sent == ["started", "working", "again"]
 
 

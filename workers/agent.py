@@ -8,22 +8,23 @@ could run at all) travels as the result's typed private part (`AgentPrivate`), n
 
 import os
 import shutil
+from typing import Callable
 from pathlib import Path
 
 from scv.core import lineage
 from scv.core.agents.descriptors import DESCRIPTORS
 from scv.core.agents.environment import build_environment, prepare_home
+from scv.core.lines import LineSplitter
 from scv.core.messages import AgentPrivate
 from workers import delegation_records
 from workers.agents import tracking
 from workers.agents.capture import Head, Tail
 from workers.agents.grace import ResultGraceToken
-from scv.core.lines import LineSplitter
 from workers.agents.outcome import decide
 from workers.agents.parse_claude import ClaudeStreamParser
 from workers.agents.parse_codex import CodexJsonParser
 from workers.agents.parse_pi import PiJsonParser
-from workers.agents.progress import ProgressThrottle
+from workers.agents.progress import AgentProgress
 from workers.running import process_runner
 from workers.runtime import Reply, ToolFailure, WorkerContext
 from workers.sandbox_call import SandboxedRun, SandboxError
@@ -86,11 +87,17 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
             shutil.rmtree(os.path.dirname(outfile), ignore_errors=True)
 
 
+def _wake(token: ResultGraceToken, delay: float, due: Callable[[], None]) -> Callable[[], None]:
+    """The throttle's timer: the grace token's alarm calls `due` from the run's loop."""
+    token.wake_in(delay, due)
+    return lambda: None     # a wake-up that finds nothing held sends nothing
+
+
 def _run(args, ctx, descriptor, argv, cwd, env, run, outfile, sandbox: SandboxedRun) -> dict:
     agent = descriptor.name
     call = ctx.call
     token = ResultGraceToken(ctx.token)
-    throttle = ProgressThrottle(ctx.progress, wake=lambda delay: token.wake_in(delay, throttle.flush))
+    throttle = AgentProgress(ctx.progress, start_timer=lambda delay, due: _wake(token, delay, due))
     parser_class = PARSERS.get(descriptor.output_format)
     parser = parser_class(throttle.offer) if parser_class else None
     splitter = LineSplitter(parser.lines) if parser else None
@@ -105,7 +112,6 @@ def _run(args, ctx, descriptor, argv, cwd, env, run, outfile, sandbox: Sandboxed
                 token.arm()
             else:
                 token.disarm()
-        throttle.flush()
 
     def on_start(pid: int) -> None:
         pids.append(pid)

@@ -21,11 +21,10 @@ from typing import Any, Callable
 from scv.core.cancellation import Cancellation
 from scv.core.errors import RefusedError
 from scv.core.messages import ApprovalRequest, Result
-from scv.core.risk import Risk
 from scv.core.stopping import SETTLE_SECONDS
 from scv.jobs import report
 from scv.jobs.job import Job, JobState, final_state
-from scv.supervision.approval import Verdict, policy_verdict
+from scv.supervision.approval import relayed_verdict
 
 REMEMBERED = 16
 
@@ -85,14 +84,7 @@ class Jobs:
 
     def answer_unasked(self, ask: ApprovalRequest) -> bool:
         """A relayed request inside a job: nobody can be asked, so the session's unasked answer."""
-        try:
-            risk = Risk(ask.risk)
-        except ValueError:
-            risk = Risk.DELEGATE
-        verdict = policy_verdict(self.policy, risk)
-        if verdict is not Verdict.ASK:
-            return verdict is Verdict.RUN
-        return bool(self.auto_approve)
+        return relayed_verdict(self.policy, ask, lambda risk: bool(self.auto_approve))
 
     def _settle(self, job: Job, ok: bool, value: dict[str, Any]) -> None:
         with self._lock:

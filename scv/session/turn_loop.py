@@ -20,11 +20,12 @@ from scv.core.cancellation import Cancellation
 from scv.core.errors import RefusedError
 from scv.core.events import EventSink
 from scv.core.messages import ApprovalRequest
+from scv.core.progress import ProgressThrottle
 from scv.core.risk import Risk
 from scv.providers.base import (AssistantMessage, HistoryItem, ModelReply, ModelRequest, Provider, ProviderError,
                                 ToolCall, ToolOutput, TurnCancelled, Usage, UserMessage)
 from scv.session.calls import ToolRunner
-from scv.supervision.approval import Verdict, policy_verdict
+from scv.supervision.approval import relayed_verdict
 
 
 class Phase(enum.Enum):
@@ -170,19 +171,12 @@ def _tool_call(session: TurnHost, turn_id: str, call: ToolCall, cancel: Cancella
         return _completed(session, turn_id, call, False, {"error": str(err), "refused": True})
     if cancel.cancelled:
         return _completed(session, turn_id, call, False, {"error": "the turn was cancelled before this call ran"})
-    throttle = ev.ProgressThrottle(lambda line: emit(ev.TOOL_PROGRESS, {"turn_id": turn_id, "call_id": call.id,
+    throttle = ProgressThrottle(lambda line: emit(ev.TOOL_PROGRESS, {"turn_id": turn_id, "call_id": call.id,
                                                                          "line": line}))
 
     def relayed_approval(ask: ApprovalRequest) -> bool:
-        # A nested agent's request: the same policy and client as the session's own calls.
-        try:
-            risk = Risk(ask.risk)
-        except ValueError:
-            risk = Risk.DELEGATE
-        verdict = policy_verdict(session.config.tools.approval_policy, risk)
-        if verdict is not Verdict.ASK:
-            return verdict is Verdict.RUN
-        return session.ask(turn_id, ask.tool, risk, ask.summary, cancel)
+        return relayed_verdict(session.config.tools.approval_policy, ask,
+                               lambda risk: session.ask(turn_id, ask.tool, risk, ask.summary, cancel))
 
     session.phase = Phase.TOOL
     try:
@@ -190,7 +184,7 @@ def _tool_call(session: TurnHost, turn_id: str, call: ToolCall, cancel: Cancella
                                     on_approval=relayed_approval)
     finally:
         session.phase = Phase.MODEL
-    throttle.flush()
+    throttle.finish()
     return _completed(session, turn_id, call, result.ok, result.value)
 
 

@@ -8,9 +8,10 @@ saying how to allow it.
 
 import enum
 import sys
-from typing import Protocol
+from typing import Callable, Protocol
 
 from scv.core.errors import RefusedError
+from scv.core.messages import ApprovalRequest
 from scv.core.risk import Risk
 
 
@@ -56,6 +57,21 @@ def choose_approver(auto_approve: bool, stdin_is_terminal: bool) -> Approver:
     if auto_approve:
         return approve_all
     return terminal_approver() if stdin_is_terminal else no_person
+
+
+def relayed_verdict(policy: str, ask: ApprovalRequest, ask_someone: Callable[[Risk], bool]) -> bool:
+    """The answer to a request a delegated agent relays (an ACP permission request, a nested SCV's
+    approval): the same policy as the session's own calls, and only where it says ask,
+    `ask_someone(risk)`, which asks the client or gives the answer of a session nobody watches. A
+    risk this SCV does not know is taken as the delegation's."""
+    try:
+        risk = Risk(ask.risk)
+    except ValueError:
+        risk = Risk.DELEGATE
+    verdict = policy_verdict(policy, risk)
+    if verdict is not Verdict.ASK:
+        return verdict is Verdict.RUN
+    return ask_someone(risk)
 
 
 def check_approval(policy: str, risk: Risk, tool: str, summary: str, approver: Approver) -> None:

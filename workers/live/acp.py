@@ -252,7 +252,7 @@ class AcpAgent(LiveConversation):
             for chunk in pumped.stdout:
                 self._dispatch(self.wire.feed(chunk), ctx)
             if throttle is not None:
-                self.woke(throttle)
+                self.woke()
             if pumped.exited:
                 self._dispatch(self.wire.close(), ctx)
                 answer = self._answers.pop(request_id, None)

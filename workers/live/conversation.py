@@ -13,7 +13,7 @@ import abc
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from scv.core import lineage
 from scv.core.agents.descriptors import DESCRIPTORS, Descriptor
@@ -21,7 +21,7 @@ from scv.core.agents.environment import build_environment, prepare_home
 from workers import delegation_records
 from workers.agent import resolve_cwd
 from workers.agents import tracking
-from workers.agents.progress import ProgressThrottle
+from workers.agents.progress import AgentProgress
 from workers.live.process import LiveProcess
 from workers.runtime import ToolFailure, WorkerContext
 from workers.sandbox_call import SandboxedRun, SandboxError
@@ -85,6 +85,7 @@ class LiveConversation(abc.ABC):
         self.server = os.path.basename(argv[0])      # how messages name it (claude-agent-acp, grok, ...)
         self.turns = 0
         self._wake_due: float | None = None
+        self._on_wake: Callable[[], None] | None = None     # the throttle's, when its held line is due
         self._first_deadline: float | None = time.monotonic() + ctx.call.timeout_seconds
 
     # --- the result shape ----------------------------------------------------------------------
@@ -129,11 +130,13 @@ class LiveConversation(abc.ABC):
         first, self._first_deadline = self._first_deadline, None
         return first if first is not None else time.monotonic() + ctx.call.timeout_seconds
 
-    def throttle(self, ctx: WorkerContext) -> ProgressThrottle:
-        def wake(delay: float) -> None:
-            due = time.monotonic() + delay
-            self._wake_due = due if self._wake_due is None else min(self._wake_due, due)
-        return ProgressThrottle(ctx.progress, wake=wake)
+    def throttle(self, ctx: WorkerContext) -> AgentProgress:
+        def start_timer(delay: float, due: Callable[[], None]) -> Callable[[], None]:
+            at = time.monotonic() + delay
+            self._wake_due = at if self._wake_due is None else min(self._wake_due, at)
+            self._on_wake = due
+            return lambda: None     # a wake-up that finds nothing held sends nothing
+        return AgentProgress(ctx.progress, start_timer=start_timer)
 
     def wait_seconds(self, until: float) -> float:
         """How long one wait may last: until `until`, or sooner when a held progress line is due."""
@@ -141,10 +144,12 @@ class LiveConversation(abc.ABC):
         due = until if self._wake_due is None else min(until, self._wake_due)
         return max(0.0, due - now)
 
-    def woke(self, throttle: ProgressThrottle) -> None:
+    def woke(self) -> None:
+        """Calls the throttle back once its held line is due (the waits end by then)."""
         if self._wake_due is not None and time.monotonic() >= self._wake_due:
-            self._wake_due = None
-            throttle.flush()
+            on_wake, self._wake_due, self._on_wake = self._on_wake, None, None
+            if on_wake is not None:
+                on_wake()
 
     def begin_turn(self, args: dict[str, Any]) -> None:
         if self.proc.alive:

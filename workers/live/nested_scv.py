@@ -19,12 +19,12 @@ from typing import Any
 
 import msgspec
 
-from workers.agents.capture import bound
 from scv.core.lines import LineSplitter
+from workers.agents import verdict
+from workers.agents.capture import bound
 from workers.agents.outcome import hint_for
 from workers.agents.redact import redact_message
 from workers.agents.report import AVAILABILITY, as_int
-from workers.agents import verdict
 from workers.live.acp_turn import TurnState
 from workers.live.conversation import SETTLE_SECONDS, Ended, LiveConversation, opened
 from workers.live.nested_jobs import JobLedger
@@ -143,7 +143,7 @@ class NestedScv(LiveConversation):
             ctx.token.check()
         self._read(pumped.stdout, pumped.exited)
         if throttle is not None:
-            self.woke(throttle)
+            self.woke()
         if pumped.exited:
             self.proc.forget()
             raise Ended("failed", f"the nested scv {self.proc.exit_text()}{self._stderr_note()}", keep=False,
