@@ -9,11 +9,8 @@ could run at all) travels as the result's typed private part (`AgentPrivate`), n
 import os
 import shutil
 from typing import Callable
-from pathlib import Path
 
-from scv.core import lineage
 from scv.core.agents.descriptors import DESCRIPTORS
-from scv.core.agents.environment import build_environment, prepare_home
 from scv.core.lines import LineSplitter
 from scv.core.messages import AgentPrivate
 from workers import delegation_records
@@ -25,26 +22,12 @@ from workers.agents.parse_claude import ClaudeStreamParser
 from workers.agents.parse_codex import CodexJsonParser
 from workers.agents.parse_pi import PiJsonParser
 from workers.agents.progress import AgentProgress
+from workers.delegated_process import delegated_environment, resolve_cwd
 from workers.running import process_runner
 from workers.runtime import Reply, ToolFailure, WorkerContext
 from workers.sandbox_call import SandboxedRun, SandboxError
 
 PARSERS = {"claude-stream": ClaudeStreamParser, "codex-json": CodexJsonParser, "pi-json": PiJsonParser}
-
-
-def resolve_cwd(workspace: str, requested: str | None) -> str:
-    """The run's directory: the workspace, or `requested` resolved (symlinks followed) to an
-    existing directory inside it. Raises ValueError with the sentence to show."""
-    root = os.path.realpath(workspace)
-    if not requested:
-        return root
-    target = os.path.realpath(os.path.join(root, requested))
-    if target != root and not target.startswith(root + os.sep):
-        raise ValueError(f"agent cwd {requested!r} resolves outside the workspace; pass a directory inside it")
-    if not os.path.isdir(target):
-        raise ValueError(f"agent cwd {requested!r} is not an existing directory in the workspace; create it or "
-                         "pass another")
-    return target
 
 
 def _blank(agent: str) -> dict:
@@ -64,19 +47,10 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
     if not (os.path.isfile(executable) and os.access(executable, os.X_OK)):
         raise ToolFailure(f"{agent} cannot run: {executable} is no longer an executable file", **_blank(agent),
                           private=AgentPrivate(available=False))
-    scv_home = Path(ctx.options["scv_home"])
-    delegation_records.KEEPER.home = scv_home     # records of the calling session's SCV_HOME
-    prepare_home(scv_home, descriptor)
+    env, run = delegated_environment(args, ctx, descriptor, cwd)
     outfile = args.get("outfile")
     if outfile:
         os.makedirs(os.path.dirname(outfile), mode=0o700, exist_ok=True)
-    instance = ctx.call.handle.split("/", 1)[0]
-    parent = lineage.link(instance, args["session_id"], args["delegation"])
-    env = build_environment(descriptor, dict(os.environ), scv_home, parent=parent, depth=args["depth"],
-                            full_permissions=args["full_permissions"])
-    run = tracking.DelegatedRun(handle=args["delegation"], agent=agent, parent=env[lineage.PARENT_VARIABLE],
-                                depth=args["depth"], cwd=cwd, conversation=args.get("conversation"),
-                                turn=args.get("turn"))
     try:
         with SandboxedRun(args.get("sandbox")) as sandbox:
             return _run(args, ctx, descriptor, argv, cwd, sandbox.environment(env), run, outfile, sandbox)

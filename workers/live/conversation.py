@@ -12,16 +12,12 @@ The arguments of the first call (built and approved on the supervisor side):
 import abc
 import os
 import time
-from pathlib import Path
 from typing import Any, Callable
 
-from scv.core import lineage
 from scv.core.agents.descriptors import DESCRIPTORS, Descriptor
-from scv.core.agents.environment import build_environment, prepare_home
 from workers import delegation_records
-from workers.agent import resolve_cwd
-from workers.agents import tracking
 from workers.agents.progress import AgentProgress
+from workers.delegated_process import delegated_environment, resolve_cwd
 from workers.live.process import LiveProcess
 from workers.runtime import ToolFailure, WorkerContext
 from workers.sandbox_call import SandboxedRun, SandboxError
@@ -55,17 +51,8 @@ class LiveConversation(abc.ABC):
             self.cwd = resolve_cwd(ctx.workspace, args.get("cwd"))
         except ValueError as err:
             raise ToolFailure(str(err), **self.blank()) from None
-        scv_home = Path(ctx.options["scv_home"])
-        delegation_records.KEEPER.home = scv_home     # records of the calling session's SCV_HOME
-        prepare_home(scv_home, self.descriptor)
-        instance = ctx.call.handle.split("/", 1)[0]
-        parent = lineage.link(instance, args["session_id"], args["delegation"])
-        env = build_environment(self.descriptor, dict(os.environ), scv_home, parent=parent, depth=args["depth"],
-                                full_permissions=bool(args.get("full_permissions")))
+        env, run = delegated_environment(args, ctx, self.descriptor, self.cwd)
         env.update(extra_env or {})
-        run = tracking.DelegatedRun(handle=args["delegation"], agent=self.name, parent=env[lineage.PARENT_VARIABLE],
-                                    depth=args["depth"], cwd=self.cwd, conversation=args.get("conversation"),
-                                    turn=args.get("turn"))
         argv = list(args["argv"])
         # The first call's sandbox plan confines the process for the whole conversation (later
         # calls' plans cannot change a running process); its private home is writable in it.
