@@ -83,10 +83,12 @@ class RecordingLaunch:
 def test_tool_contract(spec_class, ctx, services, supervisor):
     spec: ToolSpec = spec_class(services)
     assert spec.enabled(ctx), f"{spec.name} is not offered even in a session set up to offer every tool"
-    # Name, description, files: scv/tools/<name>.py beside workers/<name>.py.
+    # Name, description, files: scv/tools/<name>.py beside workers/<name>.py (a tool with parts of
+    # its own has a folder: scv/tools/<name>/tool.py, as the agent tool has for its backends).
     assert re.fullmatch(r"[a-z][a-z0-9_]{0,63}", spec.name)
     assert len(spec.description) > 20
-    assert Path(inspect.getfile(spec_class)) == ROOT / "scv" / "tools" / f"{spec.name}.py"
+    tools = ROOT / "scv" / "tools"
+    assert Path(inspect.getfile(spec_class)) in (tools / f"{spec.name}.py", tools / spec.name / "tool.py")
     module_name, _, function = spec.executor.partition(":")
     assert module_name == f"workers.{spec.name}"
     executor = getattr(importlib.import_module(module_name), function)
