@@ -141,7 +141,7 @@ def test_a_project_config_sets_none_of_the_agent_keys(tmp_path, key):
 
 def test_live_approval_summaries_name_the_server_the_prompt_and_full_permissions():
     from scv.agents.offered import OfferedAgent
-    from scv.tools.agent.live_plan import FACTORIES, server_argv, summary, worker_args
+    from scv.tools.agent.live_plan import FACTORIES, server_argv, summary
     grok = pick("grok", "grok")
     offered = OfferedAgent(DESCRIPTORS["grok"], grok.executable, grok)
     assert server_argv(offered, True) == ["/home/u/.local/bin/grok", "agent", "--always-approve", "stdio"]
@@ -155,9 +155,7 @@ def test_live_approval_summaries_name_the_server_the_prompt_and_full_permissions
     later = summary(OfferedAgent(DESCRIPTORS["scv"], nested.executable, nested), prompt="go", directory="/ws",
                     timeout_seconds=60, full_permissions=False, conversation="scv-1")
     assert later.startswith("agent scv: Continue conversation scv-1 (/usr/bin/python3 as a nested SCV session) in /ws")
-    args = worker_args(offered, prompt="p", cwd=None, full_permissions=False, session_id="s", delegation="grok-1",
-                       depth=1, conversation="grok-1", turn=1, model=None, effort=None)
-    assert args["argv"] == ["/home/u/.local/bin/grok", "agent", "stdio"]
+    assert server_argv(offered, False) == ["/home/u/.local/bin/grok", "agent", "stdio"]
     from workers.live import acp, nested_scv
     from workers.runtime import resolve
     assert resolve(FACTORIES["acp"]) is acp.start and resolve(FACTORIES["scv"]) is nested_scv.start

@@ -11,7 +11,6 @@ a crash is closed before the next one is written, and readers skip it.
 import contextlib
 import fcntl
 import os
-import secrets
 from datetime import datetime, timedelta
 from typing import Any, Iterable, Iterator, Literal
 
@@ -298,6 +297,3 @@ def read_kept(conversation_dir: str, limit_bytes: int = 16 * 1024 * 1024) -> dic
         kept[entry.source] = entry.kept
     return kept
 
-
-def new_token() -> str:
-    return secrets.token_hex(6)

@@ -15,7 +15,6 @@ from datetime import date, datetime, timedelta
 KINDS = ("wechat", "feishu")
 # Account and conversation ids are opaque, but become folder names: a safe set, no leading dot.
 SAFE_ID = r"^[A-Za-z0-9_@+=-][A-Za-z0-9._@+=-]{0,127}$"
-_SAFE_ID = re.compile(SAFE_ID)
 EPISODE_ID = re.compile(r"(\d{4})/(\d{4}-\d{2}-\d{2})_(\d{4}-\d{2}-\d{2})/"
                         r"((\d{4})-(\d{2})-(\d{2})T(\d{2})-(\d{2})-(\d{2}))")
 EPISODE_SUFFIX = ".jsonl"
@@ -23,10 +22,6 @@ _START = "%Y-%m-%dT%H-%M-%S"
 KEPT_FOLDER = "files"
 KEPT_RECORD = "kept.jsonl"
 LOCK_FILE = ".lock"
-
-
-def is_safe_id(value: str) -> bool:
-    return bool(_SAFE_ID.fullmatch(value))
 
 
 def conversation_dir(archive: str, kind: str, account: str, conversation: str) -> str:

@@ -4,7 +4,6 @@ its worker starts, the approval summary, and the arguments its worker's `start`/
 result whichever backend runs; only what the person approving reads says how it runs."""
 
 import json
-from typing import Any
 
 from scv.agents.offered import OfferedAgent
 from scv.core.agents.descriptors import ACP, NESTED
@@ -47,10 +46,3 @@ def summary(offered: OfferedAgent, *, prompt: str, directory: str, timeout_secon
         text += f" FULL PERMISSIONS: {name} runs with its own approvals and sandbox switched off."
     return text
 
-
-def worker_args(offered: OfferedAgent, *, prompt: str, cwd: str | None, full_permissions: bool, session_id: str,
-                delegation: str, depth: int, conversation: str, turn: int, model: str | None,
-                effort: str | None) -> dict[str, Any]:
-    return {"agent": offered.descriptor.name, "argv": server_argv(offered, full_permissions), "cwd": cwd,
-            "full_permissions": full_permissions, "session_id": session_id, "delegation": delegation, "depth": depth,
-            "conversation": conversation, "turn": turn, "prompt": prompt, "model": model, "effort": effort}
