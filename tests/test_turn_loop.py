@@ -227,7 +227,7 @@ def test_a_quiet_tool_does_not_hide_its_latest_progress(supervisor, workspace, t
                                                       ("never", True, False)])
 def test_relayed_approval_follows_policy_and_client(supervisor, workspace, scv_home, policy, answer, expected):
     from scv.core.messages import ApprovalRequest
-    from scv.session.turn_loop import _tool_call
+    from scv.session.turn_loop import Phase, _tool_call
     (scv_home / "config.toml").write_text(f'[tools]\napproval_policy = "{policy}"\n')
     asked = []
 
@@ -243,6 +243,7 @@ def test_relayed_approval_follows_policy_and_client(supervisor, workspace, scv_h
         return original(prepared, **kw)
     session.runner.run = run
     (workspace / "x").write_text("x")
+    session.phase = Phase.MODEL     # where the turn's loop calls _tool_call: the model asked for it
     _tool_call(session, "turn-1", ToolCall(id="c", name="read", arguments='{"path": "x"}'), Cancellation())
     assert relayed == [expected]
     assert asked == ([("bash", "process", "nested")] if policy == "on-risk" else [])

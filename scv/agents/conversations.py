@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from scv.core.errors import RefusedError
+from scv.core.states import Moves
 
 _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -34,6 +35,12 @@ class ConversationState(enum.Enum):
     IDLE = "idle"
     BUSY = "busy"
     FORGOTTEN = "forgotten"
+
+
+CONVERSATION_MOVES = Moves({ConversationState.NEW: {ConversationState.BUSY, ConversationState.FORGOTTEN},
+                            ConversationState.IDLE: {ConversationState.BUSY, ConversationState.FORGOTTEN},
+                            ConversationState.BUSY: {ConversationState.IDLE, ConversationState.FORGOTTEN},
+                            ConversationState.FORGOTTEN: set()})
 
 
 class LiveResource(Protocol):
@@ -61,13 +68,7 @@ class Conversation:
 
     def move(self, to: ConversationState) -> None:
         """The one transition function: refuses a move the lifecycle does not have."""
-        allowed = {ConversationState.NEW: {ConversationState.BUSY, ConversationState.FORGOTTEN},
-                   ConversationState.IDLE: {ConversationState.BUSY, ConversationState.FORGOTTEN},
-                   ConversationState.BUSY: {ConversationState.IDLE, ConversationState.FORGOTTEN},
-                   ConversationState.FORGOTTEN: set()}
-        if to not in allowed[self.state]:
-            raise ValueError(f"conversation {self.handle} cannot move from {self.state.value} to {to.value}")
-        self.state = to
+        self.state = CONVERSATION_MOVES.check(f"conversation {self.handle}", self.state, to)
 
 
 def write_marker(folder: Path, vendor_id: str, handle: str, agent: str) -> Path | None:

@@ -27,6 +27,7 @@ from scv.core import events as ev
 from scv.core.cancellation import Bell, Cancellation
 from scv.core.events import EventSink
 from scv.core.risk import Risk
+from scv.core.states import Moves
 from scv.providers.base import HistoryItem, ModelReply, Provider
 from scv.session.calls import ToolRunner
 from scv.session.prompt import system_prompt
@@ -53,6 +54,9 @@ def deny_all(request_id: str, tool: str, risk: Risk, summary: str, cancel: Cance
 class SessionState(enum.Enum):
     OPEN = "open"
     CLOSED = "closed"       # no turn starts again; jobs cancelled, conversations ended
+
+
+SESSION_MOVES = Moves({SessionState.OPEN: {SessionState.CLOSED}, SessionState.CLOSED: set()})
 
 
 @dataclass(frozen=True)
@@ -184,7 +188,7 @@ class Session:
     def close(self) -> None:
         if self.state is SessionState.CLOSED:
             return
-        self.state = SessionState.CLOSED    # OPEN -> CLOSED: its jobs and conversations end now
+        self.state = SESSION_MOVES.check("a session", self.state, SessionState.CLOSED)     # its jobs and conversations end now
         if self.jobs is not None:
             self.jobs.close()
         self.agents.close()

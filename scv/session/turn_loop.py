@@ -22,6 +22,7 @@ from scv.core.events import EventSink
 from scv.core.messages import ApprovalRequest
 from scv.core.progress import ProgressThrottle
 from scv.core.risk import Risk
+from scv.core.states import Moves
 from scv.providers.base import (AssistantMessage, HistoryItem, ModelReply, ModelRequest, Provider, ProviderError,
                                 ToolCall, ToolOutput, TurnCancelled, Usage, UserMessage)
 from scv.session.calls import ToolRunner
@@ -34,6 +35,19 @@ class Phase(enum.Enum):
     MODEL = "model"
     APPROVAL = "approval"
     TOOL = "tool"
+
+
+# A turn asks the model, then for each tool call asks for approval and runs it; it ends (IDLE)
+# from wherever it is, by its reply, a failure or a cancel.
+PHASE_MOVES = Moves({Phase.IDLE: {Phase.MODEL, Phase.IDLE},
+                     Phase.MODEL: {Phase.MODEL, Phase.APPROVAL, Phase.IDLE},
+                     Phase.APPROVAL: {Phase.APPROVAL, Phase.TOOL, Phase.MODEL, Phase.IDLE},
+                     Phase.TOOL: {Phase.MODEL, Phase.IDLE}})
+
+
+def _enter(session: "TurnHost", phase: Phase) -> None:
+    """The one transition function of a turn's phases."""
+    session.phase = PHASE_MOVES.check("a turn", session.phase, phase)
 
 
 class TurnHost(Protocol):
@@ -110,7 +124,7 @@ def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: di
         outcome.error = (f"SCV failed with an internal error ({type(err).__name__}: {str(err)[:200]}); the "
                          "conversation is kept, so the turn can be retried; please report the traceback on stderr")
     finally:
-        session.phase = Phase.IDLE
+        _enter(session, Phase.IDLE)
     files = {} if channel is None else {"attachments": list(channel.reply)}
     if outcome.status == "completed":
         if channel is not None:
@@ -130,7 +144,7 @@ def _loop(session: TurnHost, turn_id: str, cancel: Cancellation, usage: Usage) -
             raise TurnCancelled("the turn was cancelled")
         request = ModelRequest(system_prompt=session.system_prompt, history=tuple(session.history),
                                tools=session.tool_schemas, hosted_tools=session.hosted_tools)
-        session.phase = Phase.MODEL
+        _enter(session, Phase.MODEL)
         reply = session.provider.complete(
             request, cancel=cancel, on_text=lambda delta: session.emit(ev.ASSISTANT_DELTA,
                                                                        {"turn_id": turn_id, "text": delta}))
@@ -163,7 +177,7 @@ def _tool_call(session: TurnHost, turn_id: str, call: ToolCall, cancel: Cancella
         emit(ev.TOOL_STARTED, {**started, "risk": None, "summary": None})
         return _completed(session, turn_id, call, False, {"error": str(err), "refused": True})
     emit(ev.TOOL_STARTED, {**started, "risk": prepared.risk.value, "summary": prepared.summary})
-    session.phase = Phase.APPROVAL
+    _enter(session, Phase.APPROVAL)
     try:
         session.runner.approve(prepared, approver=lambda tool, risk, summary: session.ask(
             turn_id, tool, risk, summary, cancel))
@@ -178,12 +192,12 @@ def _tool_call(session: TurnHost, turn_id: str, call: ToolCall, cancel: Cancella
         return relayed_verdict(session.config.tools.approval_policy, ask,
                                lambda risk: session.ask(turn_id, ask.tool, risk, ask.summary, cancel))
 
-    session.phase = Phase.TOOL
+    _enter(session, Phase.TOOL)
     try:
         result = session.runner.run(prepared, cancel=cancel, on_progress=throttle.offer,
                                     on_approval=relayed_approval)
     finally:
-        session.phase = Phase.MODEL
+        _enter(session, Phase.MODEL)
     throttle.finish()
     return _completed(session, turn_id, call, result.ok, result.value)
 

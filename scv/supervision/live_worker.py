@@ -21,6 +21,7 @@ from scv.core import stopping
 from scv.core.cancellation import Cancellation
 from scv.core.errors import WorkerLost
 from scv.core.messages import ApprovalRequest, Call, Result
+from scv.core.states import Moves
 from scv.supervision.supervisor import LIVE, Supervisor
 
 
@@ -29,6 +30,12 @@ class LiveState(enum.Enum):
     BUSY = "busy"
     GONE = "gone"
     CLOSED = "closed"
+
+
+LIVE_MOVES = Moves({LiveState.OPEN: {LiveState.BUSY, LiveState.GONE, LiveState.CLOSED},
+                    LiveState.BUSY: {LiveState.OPEN, LiveState.GONE},
+                    LiveState.GONE: {LiveState.CLOSED},
+                    LiveState.CLOSED: set()})
 
 
 class LiveWorker:
@@ -42,6 +49,10 @@ class LiveWorker:
         self._lock = threading.Lock()
         self.state = LiveState.OPEN
 
+    def _move(self, to: LiveState) -> None:
+        """The one transition function (the moves are LIVE_MOVES)."""
+        self.state = LIVE_MOVES.check(f"live worker {self.handle}", self.state, to)
+
     @property
     def pid(self) -> int | None:
         # The fork point reports the pid on its own socket, which a first result can overtake.
@@ -51,7 +62,7 @@ class LiveWorker:
     def alive(self) -> bool:
         """Whether the worker still runs and can take a call."""
         if self.state is LiveState.OPEN and self._worker.exited.is_set():
-            self.state = LiveState.GONE     # OPEN -> GONE: it exited between calls
+            self._move(LiveState.GONE)     # OPEN -> GONE: it exited between calls
         return self.state in (LiveState.OPEN, LiveState.BUSY)
 
     def call(self, call: Call, *, cancel: Cancellation | None = None,
@@ -63,15 +74,15 @@ class LiveWorker:
             if not self.alive():
                 raise WorkerLost("the live worker has exited")
             if not self._channel.send(call):
-                self.state = LiveState.GONE
+                self._move(LiveState.GONE)
                 raise WorkerLost("the live worker has exited")
-            self.state = LiveState.BUSY     # OPEN -> BUSY
+            self._move(LiveState.BUSY)     # OPEN -> BUSY
             end = self._supervisor.relay(call, self._worker, self._channel, cancel=cancel,
                                          on_progress=on_progress, on_approval=on_approval)
             if end.result is not None:
-                self.state = LiveState.OPEN     # BUSY -> OPEN
+                self._move(LiveState.OPEN)     # BUSY -> OPEN
                 return end.result
-            self.state = LiveState.GONE     # BUSY -> GONE: it died, or was killed past its deadline
+            self._move(LiveState.GONE)     # BUSY -> GONE: it died, or was killed past its deadline
             return self._supervisor.finish(call, self._worker, end)
 
     def close(self) -> None:
@@ -79,7 +90,7 @@ class LiveWorker:
         with self._lock:
             if self.state is LiveState.CLOSED:
                 return
-            self.state = LiveState.CLOSED   # OPEN/GONE -> CLOSED
+            self._move(LiveState.CLOSED)   # OPEN/GONE -> CLOSED
             self._channel.close_input()
             if not self._worker.exited.wait(stopping.CANCEL_BOUND_SECONDS):
                 self._supervisor.kill(self._worker, self.handle)

@@ -23,6 +23,7 @@ import msgspec
 
 from scv.core import stopping
 from scv.core.messages import ApprovalAnswer, ApprovalRequest, Cancel, Progress, Result
+from scv.core.states import Moves
 from scv.supervision.worker_channel import CancelRequested, Channel, Closed, Garbled, Message, Stderr
 
 STDERR_TAIL_BYTES = 2048
@@ -36,6 +37,15 @@ class RelayState(enum.Enum):
     KILLED = "killed"
     DRAINING = "draining"
     DONE = "done"
+
+
+RELAY_MOVES = Moves({
+    RelayState.RUNNING: {RelayState.CANCELLING, RelayState.KILLED, RelayState.DRAINING, RelayState.DONE},
+    RelayState.CANCELLING: {RelayState.KILLED, RelayState.DRAINING, RelayState.DONE},
+    RelayState.KILLED: {RelayState.DONE},
+    RelayState.DRAINING: {RelayState.DONE},
+    RelayState.DONE: set(),
+})
 
 
 class RelayEnd(msgspec.Struct):
@@ -75,7 +85,8 @@ class Relay(msgspec.Struct, kw_only=True):
     # --- transitions --------------------------------------------------------------------------
 
     def _move(self, state: RelayState, wait: float | None = None) -> None:
-        self.state = state
+        """The one transition function; `wait` bounds how long the new state may last."""
+        self.state = RELAY_MOVES.check("a call's relay", self.state, state)
         if wait is not None:
             self.deadline = self.clock() + wait
 
@@ -119,15 +130,15 @@ class Relay(msgspec.Struct, kw_only=True):
                 if self.state is RelayState.RUNNING:
                     self.channel.send(self.cancel_message)
                     # RUNNING -> CANCELLING: the worker stops its processes within the bound.
-                    self.state = RelayState.CANCELLING
-                    self.deadline = min(self.deadline, self.clock() + stopping.CANCEL_BOUND_SECONDS)
+                    self._move(RelayState.CANCELLING,
+                               min(self.deadline - self.clock(), stopping.CANCEL_BOUND_SECONDS))
             case Garbled(reason=reason):
                 if self.state in (RelayState.RUNNING, RelayState.CANCELLING):
                     self._kill(f"broke the message protocol ({reason})")
             case Closed(stream="out"):
                 if self.state is RelayState.KILLED:
                     self._move(RelayState.DONE)
-                elif self.state is not RelayState.DONE:
+                elif self.state in (RelayState.RUNNING, RelayState.CANCELLING):
                     # RUNNING -> DRAINING: it ended without a result; its stderr says why.
                     self._move(RelayState.DRAINING, EXIT_WAIT_SECONDS)
             case Closed(stream="err"):
