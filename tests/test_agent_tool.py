@@ -358,3 +358,34 @@ def test_defaults_of_the_agent_keys(offer, context):
     assert agent_tool(ctx).schema(ctx)["properties"]["timeout_seconds"]["anyOf"][0]["maximum"] == 14400
     conversations = tool.services.agents.conversations
     assert conversations.max == 8 and conversations.idle_seconds == 86400
+
+
+def test_the_fake_backend_through_choose_backend_keeps_continues_and_forgets_conversations(offer, context):
+    """The agent tool's own logic around a turn, on the fake backend the session chooses."""
+    from scv.tools.agent.fake import FakeBackend, FakeTurn, SeenTurn
+    offer("codex", "claude")
+    ctx = context()
+    fake = FakeBackend([FakeTurn(reply="one"), FakeTurn(reply="two"), FakeTurn(vendor_session=None),
+                        FakeTurn(status="failed", available=False, vendor_session=None)])
+    tool = agent_tool(ctx)
+    tool.services.agents.choose_backend = lambda offered: fake
+
+    def call(raw: dict) -> dict:
+        planned = tool.parse(json.dumps(raw), ctx)      # checked and planned, as before approval
+        assert planned.backend is fake
+        assert tool.summary(planned, ctx).startswith("agent codex (a fake backend")
+        result = tool.run(planned, ctx, launch=None)
+        assert result.private is None       # the supervisor's part never reaches the model
+        return result.value
+
+    first = call({"agent": "codex", "prompt": "start"})
+    assert first["status"] == "completed" and first["reply"] == "one" and first["turn"] == 1
+    second = call({"agent": "codex", "prompt": "go on", "session": first["session"]})
+    assert second["session"] == first["session"] and second["turn"] == 2
+    forgotten = call({"agent": "codex", "prompt": "no session reported"})
+    assert "session" not in forgotten       # a first turn that reported no session keeps no conversation
+    failed = call({"agent": "codex", "prompt": "cannot run"})
+    assert failed["status"] == "failed" and "claude" in failed["fallback"]
+    assert fake.seen[:2] == [SeenTurn("start", first["session"], None),
+                             SeenTurn("go on", first["session"], "fake-session-1")]
+    assert fake.turns == []
