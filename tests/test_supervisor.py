@@ -75,6 +75,23 @@ def test_a_worker_that_ignores_its_deadline_is_killed_by_the_backstop(monkeypatc
         assert run(sup, "tests.crashy:echo").ok
 
 
+def test_the_backstop_kills_the_workers_group_through_the_os_seam(monkeypatch):
+    """The supervisor's kill path: KILL at once to the worker's process group, sent through its
+    ProcessOps (here the recording one), and nothing sent to the fork point."""
+    import signal
+    import scv.supervision.relay as module
+    from scv.core.recording_ops import RecordingOps
+    monkeypatch.setattr(module, "BACKSTOP_SECONDS", 0.5)
+    ops = RecordingOps()
+    with Supervisor(preload=[], ops=ops) as sup:
+        result = run(sup, "tests.crashy:hang", timeout=0.5)
+        assert "was killed" in result.value["error"]
+        kills = [entry for entry in ops.sent if entry[0] == "group"]
+        assert kills and kills[0][2] == signal.SIGKILL
+        assert all(target != sup.fork_point_pid for _, target, _ in ops.sent)
+        assert not is_running(kills[0][1])
+
+
 def test_a_cancel_reaches_the_worker_and_ends_its_call(supervisor):
     cancel = Cancellation()
     # Cancelled as soon as the worker says it waits: the call can only end through the Cancel frame
