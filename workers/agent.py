@@ -13,7 +13,6 @@ from typing import Callable
 from scv.core.agents.descriptors import DESCRIPTORS
 from scv.core.lines import LineSplitter
 from scv.core.messages import AgentPrivate
-from workers import delegation_records
 from workers.agents import tracking
 from workers.agents.capture import Head, Tail
 from workers.agents.grace import ResultGraceToken
@@ -23,6 +22,7 @@ from workers.agents.parse_codex import CodexJsonParser
 from workers.agents.parse_pi import PiJsonParser
 from workers.agents.progress import AgentProgress
 from workers.delegated_process import delegated_environment, resolve_cwd
+from workers.delegation_records import RecordKeeper
 from workers.running import process_runner
 from workers.runtime import Reply, ToolFailure, WorkerContext
 from workers.sandbox_call import SandboxedRun, SandboxError
@@ -47,13 +47,13 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
     if not (os.path.isfile(executable) and os.access(executable, os.X_OK)):
         raise ToolFailure(f"{agent} cannot run: {executable} is no longer an executable file", **_blank(agent),
                           private=AgentPrivate(available=False))
-    env, run = delegated_environment(args, ctx, descriptor, cwd)
+    env, run, keeper = delegated_environment(args, ctx, descriptor, cwd)
     outfile = args.get("outfile")
     if outfile:
         os.makedirs(os.path.dirname(outfile), mode=0o700, exist_ok=True)
     try:
         with SandboxedRun(args.get("sandbox")) as sandbox:
-            return _run(args, ctx, descriptor, argv, cwd, sandbox.environment(env), run, outfile, sandbox)
+            return _run(args, ctx, descriptor, argv, cwd, sandbox.environment(env), run, keeper, outfile, sandbox)
     except SandboxError as err:
         raise ToolFailure(f"{err}; {agent} did not run", **_blank(agent)) from None
     finally:
@@ -67,7 +67,7 @@ def _wake(token: ResultGraceToken, delay: float, due: Callable[[], None]) -> Cal
     return lambda: None     # a wake-up that finds nothing held sends nothing
 
 
-def _run(args, ctx, descriptor, argv, cwd, env, run, outfile, sandbox: SandboxedRun) -> dict:
+def _run(args, ctx, descriptor, argv, cwd, env, run, keeper: RecordKeeper, outfile, sandbox: SandboxedRun) -> dict:
     agent = descriptor.name
     call = ctx.call
     token = ResultGraceToken(ctx.token)
@@ -89,7 +89,7 @@ def _run(args, ctx, descriptor, argv, cwd, env, run, outfile, sandbox: Sandboxed
 
     def on_start(pid: int) -> None:
         pids.append(pid)
-        tracking.started(run, pid)
+        tracking.started(keeper, run, pid)
 
     spec = process_runner.RunSpec(argv=argv, cwd=cwd, env=env, timeout_seconds=call.timeout_seconds,
                                   tag=call.handle, merge_stderr=False, on_start=on_start,
@@ -102,7 +102,7 @@ def _run(args, ctx, descriptor, argv, cwd, env, run, outfile, sandbox: Sandboxed
     finally:
         token.close()
     if pids:
-        tracking.ended(run, pids[0], outcome.exit_code, outcome.signal)
+        tracking.ended(keeper, run, pids[0], outcome.exit_code, outcome.signal)
     if splitter is not None:
         splitter.close()
     fallback_reply = None
@@ -128,7 +128,7 @@ def _run(args, ctx, descriptor, argv, cwd, env, run, outfile, sandbox: Sandboxed
     confined = sandbox.field(stderr.text())
     if confined is not None:
         result["sandbox"] = confined
-    if delegation_records.KEEPER.killed and decision.status != "completed":
+    if keeper.killed and decision.status != "completed":
         result["status"] = "cancelled"
         raise ToolFailure(f"{agent} was stopped by scv agents kill", private=private, **result)
     if decision.status in ("completed", "declined"):

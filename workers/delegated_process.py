@@ -10,8 +10,8 @@ from typing import Any
 from scv.core import lineage
 from scv.core.agents.descriptors import Descriptor
 from scv.core.agents.environment import build_environment, prepare_home
-from workers import delegation_records
 from workers.agents import tracking
+from workers.delegation_records import RecordKeeper
 from workers.runtime import WorkerContext
 
 
@@ -30,11 +30,11 @@ def resolve_cwd(workspace: str, requested: str | None) -> str:
     return target
 
 
-def delegated_environment(args: dict[str, Any], ctx: WorkerContext, descriptor: Descriptor,
-                          cwd: str) -> tuple[dict[str, str], tracking.DelegatedRun]:
-    """The agent's environment and the run its record describes, its home prepared."""
+def delegated_environment(args: dict[str, Any], ctx: WorkerContext, descriptor: Descriptor, cwd: str
+                          ) -> tuple[dict[str, str], tracking.DelegatedRun, RecordKeeper]:
+    """The agent's environment, the run its record describes, and the keeper of that record (in
+    the calling session's SCV_HOME), its home prepared."""
     scv_home = Path(ctx.options["scv_home"])
-    delegation_records.KEEPER.home = scv_home     # records of the calling session's SCV_HOME
     prepare_home(scv_home, descriptor)
     instance = ctx.call.handle.split("/", 1)[0]
     parent = lineage.link(instance, args["session_id"], args["delegation"])
@@ -43,4 +43,4 @@ def delegated_environment(args: dict[str, Any], ctx: WorkerContext, descriptor: 
     run = tracking.DelegatedRun(handle=args["delegation"], agent=descriptor.name,
                                 parent=env[lineage.PARENT_VARIABLE], depth=args["depth"], cwd=cwd,
                                 conversation=args.get("conversation"), turn=args.get("turn"))
-    return env, run
+    return env, run, RecordKeeper(scv_home)

@@ -1,9 +1,8 @@
 """The worker side of delegation tracking: while a delegated agent runs, its record lives in
 `$SCV_HOME/state/delegations/<handle>.json` (see scv/core/delegations/records.py).
 
-Importing this module registers the observer with `workers.agents.tracking`; the fork point
-preloads it with the agent executor, so every worker has it. The owning SCV process is the
-supervisor: the parent of this worker's fork point. When the run ends, anything still tagged
+A run's `RecordKeeper` is made with it (workers/delegated_process.py) and handed to it as its
+observer. The owning SCV process is the supervisor: the parent of this worker's fork point. When the run ends, anything still tagged
 with its link is stopped (the process runner has already stopped the group and the worker's
 own descendants) and the record removed.
 """
@@ -16,7 +15,6 @@ import msgspec
 
 from scv.core import lineage, oscalls
 from scv.core.delegations import processes, records
-from workers.agents import tracking
 from workers.agents.tracking import DelegatedRun
 
 
@@ -27,14 +25,9 @@ def _owner() -> tuple[int, float]:
 
 
 class RecordKeeper:
-    def __init__(self, home: Path | None = None):
-        self.home = home            # the calling session's SCV_HOME, set by the executor
-        self.killed = False         # `scv agents kill` stopped the run this worker watched
-
-    def _home(self) -> Path:
-        if self.home is None:
-            raise RuntimeError("the record keeper was not given the session's SCV_HOME")
-        return self.home
+    def __init__(self, home: Path):
+        self.home = home            # the calling session's SCV_HOME
+        self.killed = False         # `scv agents kill` stopped the run this keeper watched
 
     def started(self, run: DelegatedRun, pid: int) -> None:
         session = lineage.session_of(lineage.last_link(run.parent))
@@ -43,24 +36,20 @@ class RecordKeeper:
                                 cwd=run.cwd, depth=run.depth, pid=pid, pid_start=processes.start_time(pid) or 0.0,
                                 owner_pid=owner_pid, owner_start=owner_start, started_unix=time.time(),
                                 conversation=run.conversation, turn=run.turn)
-        records.write(self._home(), record)
+        records.write(self.home, record)
 
     def update(self, handle: str, **changes) -> None:
         """A live agent's record between and during turns: its turn, `idle_since_unix`,
         `background_jobs` (None removes a field). A record `scv agents kill` removed stays removed."""
-        record = records.read(self._home(), handle)
+        record = records.read(self.home, handle)
         if record is not None:
-            records.write(self._home(), msgspec.structs.replace(record, **changes))
+            records.write(self.home, msgspec.structs.replace(record, **changes))
 
     def ended(self, run: DelegatedRun, pid: int, exit_code: int | None, signal: str | None) -> None:
         link = lineage.last_link(run.parent)
         if processes.tagged(link):
             # FINISHED -> STOPPING: descendants that escaped the group and the worker's reach.
             processes.stop_run(None, None, link)
-        records.remove(self._home(), run.handle)
-        self.killed = records.take_stop_mark(self._home(), run.handle)
+        records.remove(self.home, run.handle)
+        self.killed = records.take_stop_mark(self.home, run.handle)
 
-
-KEEPER = RecordKeeper()
-if not any(isinstance(observer, RecordKeeper) for observer in tracking.OBSERVERS):
-    tracking.OBSERVERS.append(KEEPER)

@@ -1,8 +1,8 @@
 """The seam where delegation records hook in: a delegated agent process has started, and ended.
 
-`scv/delegations/` (issue 6) registers a `RunObserver` here to write and remove
-`$SCV_HOME/state/delegations/<handle>.json`; until one is registered the calls do nothing.
-An observer must not raise: the run goes on whatever it does, so errors are reported to stderr.
+Each run is handed its observer (the record keeper of workers/delegation_records.py, which writes
+and removes `$SCV_HOME/state/delegations/<handle>.json`; a test may pass its own). An observer must
+not stop the run: what it raises is reported to stderr and the run goes on.
 """
 
 import sys
@@ -28,20 +28,16 @@ class RunObserver(Protocol):
     def ended(self, run: DelegatedRun, pid: int, exit_code: int | None, signal: str | None) -> None: ...
 
 
-OBSERVERS: list[RunObserver] = []
+def _safely(call, *args) -> None:
+    try:
+        call(*args)
+    except Exception:
+        traceback.print_exc(file=sys.stderr)
 
 
-def _each(method: str, *args) -> None:
-    for observer in list(OBSERVERS):
-        try:
-            getattr(observer, method)(*args)
-        except Exception:
-            traceback.print_exc(file=sys.stderr)
+def started(observer: RunObserver, run: DelegatedRun, pid: int) -> None:
+    _safely(observer.started, run, pid)
 
 
-def started(run: DelegatedRun, pid: int) -> None:
-    _each("started", run, pid)
-
-
-def ended(run: DelegatedRun, pid: int, exit_code: int | None, signal: str | None) -> None:
-    _each("ended", run, pid, exit_code, signal)
+def ended(observer: RunObserver, run: DelegatedRun, pid: int, exit_code: int | None, signal: str | None) -> None:
+    _safely(observer.ended, run, pid, exit_code, signal)

@@ -15,7 +15,6 @@ import time
 from typing import Any, Callable
 
 from scv.core.agents.descriptors import DESCRIPTORS, Descriptor
-from workers import delegation_records
 from workers.agents.progress import AgentProgress
 from workers.delegated_process import delegated_environment, resolve_cwd
 from workers.live.process import LiveProcess
@@ -51,7 +50,7 @@ class LiveConversation(abc.ABC):
             self.cwd = resolve_cwd(ctx.workspace, args.get("cwd"))
         except ValueError as err:
             raise ToolFailure(str(err), **self.blank()) from None
-        env, run = delegated_environment(args, ctx, self.descriptor, self.cwd)
+        env, run, keeper = delegated_environment(args, ctx, self.descriptor, self.cwd)
         env.update(extra_env or {})
         argv = list(args["argv"])
         # The first call's sandbox plan confines the process for the whole conversation (later
@@ -62,7 +61,7 @@ class LiveConversation(abc.ABC):
         except SandboxError as err:
             raise ToolFailure(f"{err}; {self.name} did not start", **self.blank()) from None
         try:
-            self.proc = LiveProcess(argv, self.cwd, sandbox.environment(env), ctx.call.handle, run, sandbox)
+            self.proc = LiveProcess(argv, self.cwd, sandbox.environment(env), ctx.call.handle, run, keeper, sandbox)
         except SandboxError as err:
             raise ToolFailure(f"{err}; {self.name} did not start", **self.blank()) from None
         except OSError as err:
@@ -105,7 +104,7 @@ class LiveConversation(abc.ABC):
             fields["_conversation_ended"] = True
         elif self.session is not None:
             fields["_vendor_session"] = self.session    # a cancelled first turn keeps its conversation too
-        if delegation_records.KEEPER.killed and ended.status != "completed":
+        if self.proc.keeper.killed and ended.status != "completed":
             fields["status"] = "cancelled"
             return ToolFailure(f"{self.name} was stopped by scv agents kill", **fields)
         return ToolFailure(str(ended), **fields)
@@ -148,7 +147,7 @@ class LiveConversation(abc.ABC):
                               "new conversation (omit session)", **self.blank(), _available=False,
                               _conversation_ended=True)
         self.turns += 1
-        delegation_records.KEEPER.killed = False
+        self.proc.keeper.killed = False
         # IDLE -> RUNNING
         self.proc.update_record(turn=args.get("turn"), idle_since_unix=None)
 

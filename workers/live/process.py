@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 from scv.core import lineage, stopping
 from scv.core.oscalls import REAL
-from workers import delegation_records
 from workers.agents import tracking
 from workers.agents.capture import Tail
+from workers.delegation_records import RecordKeeper
 from workers.running import process_runner
 from workers.running.process_runner import RunOutcome, RunSpec
 from workers.sandbox_call import SandboxedRun
@@ -36,10 +36,11 @@ class Pumped:
 
 class LiveProcess:
     def __init__(self, argv: list[str], cwd: str, env: dict[str, str], tag: str, run: tracking.DelegatedRun,
-                 sandbox: SandboxedRun | None = None):
+                 keeper: RecordKeeper, sandbox: SandboxedRun | None = None):
         """`sandbox` (entered by the caller) confines the process; it is the process's from here on:
         its launcher goes once the process has started, its temporary folder once the process ends."""
         self.run = run
+        self.keeper = keeper        # the run's record; `keeper.killed` once scv agents kill stopped it
         self.sandbox = sandbox
         self.link = lineage.last_link(run.parent)
         self.stderr = Tail(2048)
@@ -73,7 +74,7 @@ class LiveProcess:
         self.stderr_fd: int | None = err_r
         self.pidfd: int | None = os.pidfd_open(self.pid)
         self.started_at = time.monotonic()
-        tracking.started(run, self.pid)
+        tracking.started(keeper, run, self.pid)
 
     # --- state -------------------------------------------------------------------------------
 
@@ -86,7 +87,7 @@ class LiveProcess:
         return [fd for fd in (self.stdout_fd, self.stderr_fd, self.pidfd) if fd is not None]
 
     def update_record(self, **changes) -> None:
-        delegation_records.KEEPER.update(self.run.handle, **changes)
+        self.keeper.update(self.run.handle, **changes)
 
     def exit_text(self) -> str:
         if self.outcome.signal:
@@ -246,4 +247,4 @@ class LiveProcess:
         if self.sandbox is not None:
             self.sandbox.__exit__()         # its temporary folder
         self.ended = True
-        tracking.ended(self.run, self.pid, self.outcome.exit_code, self.outcome.signal)
+        tracking.ended(self.keeper, self.run, self.pid, self.outcome.exit_code, self.outcome.signal)
