@@ -101,101 +101,121 @@ def note_status(outcome: RunOutcome, status: int) -> None:
 def run(spec: RunSpec, token: CancelToken, on_stdout: Callable[[bytes], None],
         on_stderr: Callable[[bytes], None] | None = None, ops: ProcessOps = REAL) -> RunOutcome:
     """Runs the command to its end (or deadline, or cancellation); raises OSError if it cannot start."""
-    outcome = RunOutcome()
-    me = os.getpid()
-    out_r, out_w = pipe()
-    err_r, err_w = (out_r, out_w) if spec.merge_stderr or on_stderr is None else pipe()
+    running = _Running(spec, token, on_stdout, on_stderr, ops)
     try:
-        proc = spawn(spec, out_w, err_w)
-    except BaseException:
-        for fd in {out_r, out_w, err_r, err_w}:
+        running.follow_leader()
+        running.drain(LINGER_SECONDS)       # the leader is gone (or being killed): what still arrives
+        running.stop_left_behind()
+        running.drain(DRAIN_SECONDS)
+        running.collect_leader()
+    finally:
+        running.close()
+    return running.outcome
+
+
+class _Running:
+    """One command from its start to its collection: its pipes, its exit descriptor and the
+    call's cancel token, watched by one selector."""
+
+    def __init__(self, spec: RunSpec, token: CancelToken, on_stdout: Callable[[bytes], None],
+                 on_stderr: Callable[[bytes], None] | None, ops: ProcessOps):
+        self.token, self.ops, self.me = token, ops, os.getpid()
+        self.outcome = RunOutcome()
+        out_r, out_w = pipe()
+        err_r, err_w = (out_r, out_w) if spec.merge_stderr or on_stderr is None else pipe()
+        try:
+            self.proc = spawn(spec, out_w, err_w)
+        except BaseException:
+            for fd in {out_r, out_w, err_r, err_w}:
+                os.close(fd)
+            raise
+        for fd in {out_w, err_w}:
             os.close(fd)
-        raise
-    for fd in {out_w, err_w}:
-        os.close(fd)
-    if spec.on_start is not None:
-        spec.on_start(proc.pid)
-    sinks = {out_r: on_stdout}
-    if err_r != out_r:
-        sinks[err_r] = on_stderr
-    pidfd = os.pidfd_open(proc.pid)
-    sel = selectors.DefaultSelector()
-    for fd in sinks:
-        sel.register(fd, selectors.EVENT_READ, "pipe")
-    sel.register(pidfd, selectors.EVENT_READ, "exit")
-    for fd in token.fds():
-        sel.register(fd, selectors.EVENT_READ, "token")
+        if spec.on_start is not None:
+            spec.on_start(self.proc.pid)
+        self.sinks = {out_r: on_stdout}
+        if err_r != out_r:
+            self.sinks[err_r] = on_stderr
+        self.pidfd = os.pidfd_open(self.proc.pid)
+        self.sel = selectors.DefaultSelector()
+        for fd in self.sinks:
+            self.sel.register(fd, selectors.EVENT_READ, "pipe")
+        self.sel.register(self.pidfd, selectors.EVENT_READ, "exit")
+        for fd in token.fds():
+            self.sel.register(fd, selectors.EVENT_READ, "token")
+        self.buffer = bytearray(READ_CHUNK) if spec.chunk_views else None
+        self.view = memoryview(self.buffer) if self.buffer is not None else None
+        self.deadline = ops.monotonic() + spec.timeout_seconds
 
-    def find():
-        return ops.descendants(me)
+    def find(self) -> list[int]:
+        return self.ops.descendants(self.me)
 
-    def reap():
-        statuses = ops.reap()
-        if proc.pid in statuses and proc.returncode is None:
-            note_status(outcome, statuses[proc.pid])
-            proc.returncode = statuses[proc.pid]
+    def reap(self) -> dict[int, int]:
+        statuses = self.ops.reap()
+        if self.proc.pid in statuses and self.proc.returncode is None:
+            note_status(self.outcome, statuses[self.proc.pid])
+            self.proc.returncode = statuses[self.proc.pid]
         return statuses
 
-    buffer = bytearray(READ_CHUNK) if spec.chunk_views else None
-    view = memoryview(buffer) if buffer is not None else None
+    def stop(self, immediate: bool) -> None:
+        stopping.stop(self.ops, group=self.proc.pid, find=self.find, immediate=immediate, reap=self.reap)
 
-    def read_ready(timeout: float | None) -> list:
-        events = sel.select(timeout)
+    def read_ready(self, timeout: float | None) -> list:
+        events = self.sel.select(timeout)
         for key, _ in events:
             if key.data == "pipe":
-                if view is not None:
-                    count = os.readv(key.fd, [buffer])
-                    chunk = view[:count]
-
+                if self.view is not None:
+                    chunk = self.view[:os.readv(key.fd, [self.buffer])]
                 else:
                     chunk = os.read(key.fd, READ_CHUNK)
                 if chunk:
-                    sinks[key.fd](chunk)
+                    self.sinks[key.fd](chunk)
                 else:
-                    sel.unregister(key.fd)
+                    self.sel.unregister(key.fd)
                     os.close(key.fd)
-                    del sinks[key.fd]
+                    del self.sinks[key.fd]
         return events
 
-    deadline = ops.monotonic() + spec.timeout_seconds
-    try:
-        # Phase 1: the leader runs.
-        while proc.returncode is None:
-            left = deadline - ops.monotonic()
+    def follow_leader(self) -> None:
+        """Until the leader exits, its deadline passes (KILL at once), or the call is cancelled
+        (TERM, then KILL after the grace)."""
+        while self.proc.returncode is None:
+            left = self.deadline - self.ops.monotonic()
             if left <= 0:
                 # RUNNING -> KILLED (deadline)
-                outcome.timed_out = True
-                stopping.stop(ops, group=proc.pid, find=find, immediate=True, reap=reap)
-                break
-            for key, _ in read_ready(left):
+                self.outcome.timed_out = True
+                self.stop(immediate=True)
+                return
+            for key, _ in self.read_ready(left):
                 if key.data == "exit":
-                    reap()
-                elif key.data == "token" and token.check():
+                    self.reap()
+                elif key.data == "token" and self.token.check():
                     # RUNNING -> STOPPING (cancelled)
-                    outcome.cancelled = True
-                    stopping.stop(ops, group=proc.pid, find=find, immediate=False, reap=reap)
-            if outcome.cancelled:
-                break
-        # Phase 2: the leader is gone (or being killed); drain what is still arriving.
-        linger_end = ops.monotonic() + LINGER_SECONDS
-        while sinks and ops.monotonic() < linger_end:
-            read_ready(max(0.0, linger_end - ops.monotonic()))
-        # Phase 3: stop whatever the command left behind, then drain with a bound.
-        left_behind = find()
+                    self.outcome.cancelled = True
+                    self.stop(immediate=False)
+            if self.outcome.cancelled:
+                return
+
+    def drain(self, seconds: float) -> None:
+        end = self.ops.monotonic() + seconds
+        while self.sinks and self.ops.monotonic() < end:
+            self.read_ready(max(0.0, end - self.ops.monotonic()))
+
+    def stop_left_behind(self) -> None:
+        left_behind = self.find()
         if left_behind:
             # FINISHED -> STOPPING (descendants outlived the leader)
-            outcome.stopped_descendants = len(left_behind)
-            stopping.stop(ops, group=proc.pid, find=find, immediate=False, reap=reap)
-        drain_end = ops.monotonic() + DRAIN_SECONDS
-        while sinks and ops.monotonic() < drain_end:
-            read_ready(max(0.0, drain_end - ops.monotonic()))
-        while proc.returncode is None:
+            self.outcome.stopped_descendants = len(left_behind)
+            self.stop(immediate=False)
+
+    def collect_leader(self) -> None:
+        while self.proc.returncode is None:
             # KILL was sent: the leader's exit is imminent.
-            os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
-            reap()
-    finally:
-        sel.close()
-        os.close(pidfd)
-        for fd in list(sinks):
+            os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOWAIT)
+            self.reap()
+
+    def close(self) -> None:
+        self.sel.close()
+        os.close(self.pidfd)
+        for fd in list(self.sinks):
             os.close(fd)
-    return outcome
