@@ -19,7 +19,7 @@ import time
 
 import ray
 
-from scv.batch.run_one import PARENT_VARIABLE
+from scv.batch.run_one import PARENT_VARIABLE, ResultLine, decode_line
 from scv.cluster import WORKSPACE_VARIABLE
 from scv.core.lines import LineSplitter
 from scv.core.stopping import SETTLE_SECONDS
@@ -87,14 +87,13 @@ class _RunOneProcess:
         while self.open:
             for line in self._read(PUMP_SECONDS):
                 try:
-                    message = msgspec.json.decode(line)
-                except msgspec.DecodeError:
+                    message = decode_line(line)
+                except msgspec.DecodeError:     # not a runner line (ValidationError is one too)
                     continue
-                if isinstance(message, dict) and message.get("type") in ("progress", "result"):
-                    yield message
-                    if message["type"] == "result":
-                        self.saw_result = True
-                        return
+                yield msgspec.to_builtins(message)      # to the driver as {"type": ..., ...}
+                if isinstance(message, ResultLine):
+                    self.saw_result = True
+                    return
 
     def failure(self, host: str) -> dict:
         try:

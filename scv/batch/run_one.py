@@ -47,8 +47,24 @@ class OneTask(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     attempt: int = 1
 
 
+class ProgressLine(msgspec.Struct, tag="progress", tag_field="type"):
+    text: str
+
+
+class ResultLine(msgspec.Struct, tag="result", tag_field="type"):
+    result: dict[str, Any]          # the result object a local task gets
+
+
+RunOneLine = ProgressLine | ResultLine
+
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(OneTask)
+_line_decoder = msgspec.json.Decoder(RunOneLine)
+
+
+def decode_line(raw: bytes) -> RunOneLine:
+    """One line the runner wrote; raises msgspec.DecodeError (or ValidationError) for another."""
+    return _line_decoder.decode(raw)
 
 
 def encode_task(task: TaskLine, line: int, attempt: int) -> bytes:
@@ -62,7 +78,7 @@ class _Out:
         self.fd = fd
         self.broken = False
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: RunOneLine) -> None:
         if self.broken:
             return
         view = memoryview(_encoder.encode(message) + b"\n")
@@ -119,11 +135,11 @@ def _serve(workspace: str | None, stop: list[int], stopping: Cancellation) -> in
             try:
                 one = _decode(line)
             except ValueError as err:
-                out.send({"type": "result", "result": {
-                    "status": "failed", "error": f"scv batch --run-one needs one task as JSON on stdin ({err})"}})
+                out.send(ResultLine({"status": "failed",
+                                     "error": f"scv batch --run-one needs one task as JSON on stdin ({err})"}))
                 code = EXIT_USAGE
                 continue
-            out.send({"type": "result", "result": runner.run(one, stop, out)})
+            out.send(ResultLine(runner.run(one, stop, out)))
     finally:
         runner.close()
     return code
@@ -168,7 +184,7 @@ class _CallPath:
                 self.engine.cancel(submission.key)
             for event in self.engine.events(0.2):
                 if isinstance(event, Progress):
-                    out.send({"type": "progress", "text": event.text})
+                    out.send(ProgressLine(event.text))
                 elif isinstance(event, Finished):
                     return event.value
 
