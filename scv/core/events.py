@@ -1,9 +1,16 @@
-"""The events of a session, shared by `scv exec --json` (one `{"type": NAME, ...}` object per
-line) and `scv server --stdio` (a notification `NAME` with the same params).
-`tool.progress` lines are kept to two a second per call by scv/core/progress.py.
+"""The events of a session, one Struct each, shared by `scv exec --json` (one `{"type": NAME, ...}`
+object per line) and `scv server --stdio` (a notification `NAME` with the same params), which a
+parent SCV's nested client reads (docs/protocol.md).
+
+A session's sink receives `(name, params)`: `emit(sink, event)` turns a Struct into those, so what
+goes on the wire is decided here once. An optional field left UNSET is not sent at all (a turn's
+`origin`, a chat turn's `attachments`, a call's `jobs`). `tool.progress` lines are kept to two a second per call by scv/core/progress.py.
 """
 
 from typing import Any, Callable
+
+import msgspec
+from msgspec import UNSET, UnsetType
 
 EventSink = Callable[[str, dict[str, Any]], None]
 
@@ -17,3 +24,95 @@ APPROVAL_REQUESTED = "approval.requested"
 APPROVAL_RESOLVED = "approval.resolved"
 TURN_COMPLETED = "turn.completed"
 TURN_FAILED = "turn.failed"
+
+
+class Event(msgspec.Struct, tag_field="type", kw_only=True):
+    pass
+
+
+class TurnStarted(Event, tag=TURN_STARTED):
+    turn_id: str
+    prompt: str
+    origin: dict[str, Any] | UnsetType = UNSET      # a turn the session started itself (a report)
+
+
+class AssistantDelta(Event, tag=ASSISTANT_DELTA):
+    turn_id: str
+    text: str
+
+
+class AssistantText(Event, tag=ASSISTANT_TEXT):
+    turn_id: str
+    text: str
+
+
+class ToolStarted(Event, tag=TOOL_STARTED):
+    turn_id: str
+    call_id: str
+    tool: str
+    arguments: str
+    risk: str | None                # None: refused before its risk was known
+    summary: str | None
+
+
+class ToolProgress(Event, tag=TOOL_PROGRESS):
+    turn_id: str
+    call_id: str
+    line: str
+
+
+class ToolCompleted(Event, tag=TOOL_COMPLETED):
+    turn_id: str
+    call_id: str
+    tool: str
+    ok: bool
+    result: dict[str, Any]
+    jobs: list[dict[str, str]] | UnsetType = UNSET  # background jobs it started or showed: {job, status}
+
+
+class ApprovalRequested(Event, tag=APPROVAL_REQUESTED):
+    turn_id: str
+    id: str
+    tool: str
+    risk: str
+    summary: str
+    workspace: str
+
+
+class ApprovalResolved(Event, tag=APPROVAL_RESOLVED):
+    turn_id: str
+    id: str
+    approved: bool
+
+
+class TurnCompleted(Event, tag=TURN_COMPLETED):
+    turn_id: str
+    reply: str
+    usage: dict[str, Any]
+    attachments: list[Any] | UnsetType = UNSET      # a chat turn's reply files
+    origin: dict[str, Any] | UnsetType = UNSET
+
+
+class TurnFailed(Event, tag=TURN_FAILED):
+    turn_id: str
+    reason: str | None
+    error: str | None
+    usage: dict[str, Any]
+    attachments: list[Any] | UnsetType = UNSET
+    origin: dict[str, Any] | UnsetType = UNSET
+
+
+SessionEvent = (TurnStarted | AssistantDelta | AssistantText | ToolStarted | ToolProgress | ToolCompleted
+                | ApprovalRequested | ApprovalResolved | TurnCompleted | TurnFailed)
+
+
+def params_of(event: Event) -> dict[str, Any]:
+    """The event's params as the wire carries them (without `type`)."""
+    params = msgspec.to_builtins(event)
+    del params["type"]
+    return params
+
+
+def emit(sink: EventSink, event: Event) -> None:
+    sink(event.__struct_config__.tag, params_of(event))
+

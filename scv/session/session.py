@@ -114,8 +114,8 @@ class Session:
         if self.auto_approve:
             return True
         request_id = f"approval-{next(_approval_ids)}"
-        self.emit(ev.APPROVAL_REQUESTED, {"turn_id": turn_id, "id": request_id, "tool": tool, "risk": risk.value,
-                                          "summary": summary, "workspace": str(self.ctx.workspace)})
+        ev.emit(self.emit, ev.ApprovalRequested(turn_id=turn_id, id=request_id, tool=tool, risk=risk.value,
+                                                summary=summary, workspace=str(self.ctx.workspace)))
         approved = False
         try:
             # An asker may raise RefusedError: its sentence ("no terminal to ask") reaches the model.
@@ -123,7 +123,7 @@ class Session:
         finally:
             if cancel.cancelled:
                 approved = False    # a turn cancelled while waiting denies the request
-            self.emit(ev.APPROVAL_RESOLVED, {"turn_id": turn_id, "id": request_id, "approved": approved})
+            ev.emit(self.emit, ev.ApprovalResolved(turn_id=turn_id, id=request_id, approved=approved))
         return approved
 
     # --- the final reply ---------------------------------------------------------------------

@@ -92,12 +92,6 @@ def result_text(ok: bool, value: dict[str, Any]) -> str:
     return msgspec.json.encode({"ok": ok, **value}).decode()
 
 
-def _with_origin(params: dict[str, Any], origin: dict[str, Any] | None) -> dict[str, Any]:
-    if origin is not None:
-        params["origin"] = origin
-    return params
-
-
 def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: dict[str, Any] | None = None,
              turn_id: str | None = None) -> TurnOutcome:
     turn_id = turn_id or session.new_turn_id()
@@ -105,7 +99,7 @@ def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: di
     channel = session.ctx.channel
     if channel is not None:
         channel.begin_reply()       # the files chat_attach sends go with this turn's reply
-    emit(ev.TURN_STARTED, _with_origin({"turn_id": turn_id, "prompt": prompt}, origin))
+    ev.emit(emit, ev.TurnStarted(turn_id=turn_id, prompt=prompt, origin=_given(origin)))
     outcome = TurnOutcome(turn_id=turn_id, status="failed")
     session.history.append(UserMessage(text=prompt))
     try:
@@ -125,16 +119,21 @@ def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: di
                          "conversation is kept, so the turn can be retried; please report the traceback on stderr")
     finally:
         _enter(session, Phase.IDLE)
-    files = {} if channel is None else {"attachments": list(channel.reply)}
+    files = msgspec.UNSET if channel is None else list(channel.reply)
+    usage = msgspec.to_builtins(outcome.usage)
     if outcome.status == "completed":
         if channel is not None:
             outcome.reply = channel.captioned(outcome.reply)
-        emit(ev.TURN_COMPLETED, _with_origin({"turn_id": turn_id, "reply": outcome.reply,
-                                              "usage": msgspec.to_builtins(outcome.usage), **files}, origin))
+        ev.emit(emit, ev.TurnCompleted(turn_id=turn_id, reply=outcome.reply, usage=usage, attachments=files,
+                                       origin=_given(origin)))
     else:
-        emit(ev.TURN_FAILED, _with_origin({"turn_id": turn_id, "reason": outcome.reason, "error": outcome.error,
-                                           "usage": msgspec.to_builtins(outcome.usage), **files}, origin))
+        ev.emit(emit, ev.TurnFailed(turn_id=turn_id, reason=outcome.reason, error=outcome.error, usage=usage,
+                                    attachments=files, origin=_given(origin)))
     return outcome
+
+
+def _given(value: dict[str, Any] | None) -> "dict[str, Any] | msgspec.UnsetType":
+    return msgspec.UNSET if value is None else value
 
 
 def _loop(session: TurnHost, turn_id: str, cancel: Cancellation, usage: Usage) -> str:
@@ -146,11 +145,11 @@ def _loop(session: TurnHost, turn_id: str, cancel: Cancellation, usage: Usage) -
                                tools=session.tool_schemas, hosted_tools=session.hosted_tools)
         _enter(session, Phase.MODEL)
         reply = session.provider.complete(
-            request, cancel=cancel, on_text=lambda delta: session.emit(ev.ASSISTANT_DELTA,
-                                                                       {"turn_id": turn_id, "text": delta}))
+            request, cancel=cancel,
+            on_text=lambda delta: ev.emit(session.emit, ev.AssistantDelta(turn_id=turn_id, text=delta)))
         usage.add(reply.usage)
         if reply.text:
-            session.emit(ev.ASSISTANT_TEXT, {"turn_id": turn_id, "text": reply.text})
+            ev.emit(session.emit, ev.AssistantText(turn_id=turn_id, text=reply.text))
         if not reply.tool_calls:
             session.history.append(AssistantMessage(text=reply.text))
             return session.finish_reply(reply)
@@ -174,9 +173,9 @@ def _tool_call(session: TurnHost, turn_id: str, call: ToolCall, cancel: Cancella
     try:
         prepared = session.runner.prepare(call.name, call.arguments)
     except RefusedError as err:
-        emit(ev.TOOL_STARTED, {**started, "risk": None, "summary": None})
+        ev.emit(emit, ev.ToolStarted(**started, risk=None, summary=None))
         return _completed(session, turn_id, call, False, {"error": str(err), "refused": True})
-    emit(ev.TOOL_STARTED, {**started, "risk": prepared.risk.value, "summary": prepared.summary})
+    ev.emit(emit, ev.ToolStarted(**started, risk=prepared.risk.value, summary=prepared.summary))
     _enter(session, Phase.APPROVAL)
     try:
         session.runner.approve(prepared, approver=lambda tool, risk, summary: session.ask(
@@ -185,8 +184,8 @@ def _tool_call(session: TurnHost, turn_id: str, call: ToolCall, cancel: Cancella
         return _completed(session, turn_id, call, False, {"error": str(err), "refused": True})
     if cancel.cancelled:
         return _completed(session, turn_id, call, False, {"error": "the turn was cancelled before this call ran"})
-    throttle = ProgressThrottle(lambda line: emit(ev.TOOL_PROGRESS, {"turn_id": turn_id, "call_id": call.id,
-                                                                         "line": line}))
+    throttle = ProgressThrottle(lambda line: ev.emit(emit, ev.ToolProgress(turn_id=turn_id, call_id=call.id,
+                                                                           line=line)))
 
     def relayed_approval(ask: ApprovalRequest) -> bool:
         return relayed_verdict(session.config.tools.approval_policy, ask,
@@ -203,11 +202,9 @@ def _tool_call(session: TurnHost, turn_id: str, call: ToolCall, cancel: Cancella
 
 
 def _completed(session: TurnHost, turn_id: str, call: ToolCall, ok: bool, value: dict[str, Any]) -> ToolOutput:
-    params = {"turn_id": turn_id, "call_id": call.id, "tool": call.name, "ok": ok, "result": value}
     jobs = job_changes(value)
-    if jobs:
-        params["jobs"] = jobs
-    session.emit(ev.TOOL_COMPLETED, params)
+    ev.emit(session.emit, ev.ToolCompleted(turn_id=turn_id, call_id=call.id, tool=call.name, ok=ok, result=value,
+                                           jobs=jobs or msgspec.UNSET))
     return ToolOutput(call_id=call.id, output=result_text(ok, value))
 
 
