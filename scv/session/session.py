@@ -2,7 +2,7 @@
 one at a time through the process's Supervisor (which must exist before any thread starts).
 
 Clients start turns with `run_turn`. The session can also start a turn on its own: anything
-holding the session (a background job finishing, issue 6) calls `queue_turn(prompt, origin)`;
+holding the session (a background job finishing) calls `queue_turn(prompt, origin)`;
 the client runs queued turns when it is idle, and their events carry `origin`. `held()`
 keeps a one-shot client (`scv exec`) open while work that will queue a turn is outstanding.
 
