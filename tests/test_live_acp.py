@@ -32,10 +32,10 @@ def test_a_conversation_runs_on_one_server_with_bounded_redacted_progress(user, 
     server = peer(user, tmp_path)
     agent, args, ctx = begin(harness, live, server, "hello")
     first = agent.turn(args, ctx)
-    assert first["status"] == "completed" and first["agent"] == "claude"
-    assert first["reply"] == "Hello from the peer.\nSecond line"
-    assert first["usage"] == {"input_tokens": 11, "output_tokens": 5, "cached_input_tokens": 2}
-    assert first["_vendor_session"] == "peer-session-1" and first["exit_code"] is None
+    assert first.status == "completed" and first.agent == "claude"
+    assert first.reply == "Hello from the peer.\nSecond line"
+    assert first.usage == {"input_tokens": 11, "output_tokens": 5, "cached_input_tokens": 2}
+    assert first.private.vendor_session == "peer-session-1" and first.exit_code is None
     # Throttled: the first line at once, then the newest held one, the last when the call ends
     # (what each update becomes is tests/test_live_acp_turn.py's).
     lines = ctx.lines
@@ -54,7 +54,7 @@ def test_a_conversation_runs_on_one_server_with_bounded_redacted_progress(user, 
     args2 = dict(args, prompt="count", turn=2)
     second = agent.turn(args2, harness.context(args2))
     pids = {e["pid"] for e in server.events("session/prompt")}
-    assert len(pids) == 1 and second["reply"] == f"turn 2 in process {pids.pop()}"
+    assert len(pids) == 1 and second.reply == f"turn 2 in process {pids.pop()}"
     assert len(server.events("initialize")) == 1
 
 
@@ -69,7 +69,7 @@ def test_a_relayed_permission_request_goes_through_the_gate(user, tmp_path, harn
     target = workspace / "notes.txt"
     agent, args, ctx = begin(harness, live, server, f"permission edit {target}", answer=lambda ask: approve)
     result = agent.turn(args, ctx)
-    assert result["status"] == "completed" and result["reply"] == f"permission {option}"
+    assert result.status == "completed" and result.reply == f"permission {option}"
     assert [(a.tool, a.risk, a.summary) for a in ctx.asked] == [("agent", "filesystem",
                                                                 "[claude-1 acp] edit notes.txt (edit)")]
     assert server.events("permission")[-1]["option"] == option
@@ -115,7 +115,7 @@ def test_answers_go_by_option_kind_never_by_id(user, tmp_path, harness, live, wo
 def test_client_file_system_terminal_and_other_requests_are_method_not_found(user, tmp_path, harness, live):
     server = peer(user, tmp_path)
     agent, args, ctx = begin(harness, live, server, "fs")
-    assert agent.turn(args, ctx)["reply"] == "fs done"
+    assert agent.turn(args, ctx).reply == "fs done"
     assert [(e["method"], e["code"]) for e in server.events("client_request")] == [
         ("fs/read_text_file", -32601), ("terminal/create", -32601), ("weird/method", -32601)]
 
@@ -123,7 +123,7 @@ def test_client_file_system_terminal_and_other_requests_are_method_not_found(use
 def test_unknown_updates_fields_and_notifications_are_ignored(user, tmp_path, harness, live):
     server = peer(user, tmp_path)
     agent, args, ctx = begin(harness, live, server, "unknown")
-    assert agent.turn(args, ctx)["reply"] == "still here"
+    assert agent.turn(args, ctx).reply == "still here"
 
 
 def test_cancel_sends_session_cancel_and_a_settled_agent_keeps_the_conversation(user, tmp_path, harness, live,
@@ -135,11 +135,11 @@ def test_cancel_sends_session_cancel_and_a_settled_agent_keeps_the_conversation(
     with pytest.raises(ToolFailure) as failure:
         agent.turn(args, ctx)
     fields = failure.value.fields
-    assert fields["status"] == "cancelled" and "_conversation_ended" not in fields
+    assert fields["status"] == "cancelled" and not failure.value.private.conversation_ended
     assert "can continue" in str(failure.value)
     assert len(server.events("session/cancel")) == 1
     args2 = dict(args, prompt="count", turn=2)
-    assert agent.turn(args2, harness.context(args2))["reply"].startswith("turn 2 ")
+    assert agent.turn(args2, harness.context(args2)).reply.startswith("turn 2 ")
 
 
 def test_a_timed_out_turn_stays_resumable(user, tmp_path, harness, live):
@@ -149,10 +149,10 @@ def test_a_timed_out_turn_stays_resumable(user, tmp_path, harness, live):
     slow = dict(args, prompt="slow", turn=2)
     with pytest.raises(ToolFailure) as failure:
         agent.turn(slow, harness.context(slow, timeout=1.0))
-    assert failure.value.fields["status"] == "timeout" and "_conversation_ended" not in failure.value.fields
+    assert failure.value.fields["status"] == "timeout" and not failure.value.private.conversation_ended
     assert len(server.events("session/cancel")) == 1
     again = dict(args, prompt="count", turn=3)
-    assert agent.turn(again, harness.context(again))["reply"].startswith("turn 3 ")
+    assert agent.turn(again, harness.context(again)).reply.startswith("turn 3 ")
 
 
 def test_an_agent_that_ignores_session_cancel_is_shut_down(user, tmp_path, harness, live, scv_home):
@@ -162,7 +162,7 @@ def test_an_agent_that_ignores_session_cancel_is_shut_down(user, tmp_path, harne
     with pytest.raises(ToolFailure) as failure:
         agent.turn(args, ctx)
     fields = failure.value.fields
-    assert fields["status"] == "cancelled" and fields["_conversation_ended"] is True
+    assert fields["status"] == "cancelled" and failure.value.private.conversation_ended is True
     assert "did not end its turn within 2 s" in str(failure.value)
     assert record_of(scv_home) is None
     assert harness.tagged(f"s-test/claude-a1b2c3") == []         # the server and its setsid'd child
@@ -192,13 +192,13 @@ def test_an_agent_dying_mid_turn_fails_the_call_with_its_stderr_and_ends_the_con
     with pytest.raises(ToolFailure) as failure:
         agent.turn(args, ctx)
     fields = failure.value.fields
-    assert fields["status"] == "failed" and fields["_available"] is False and fields["_conversation_ended"]
+    assert fields["status"] == "failed" and failure.value.private.available is False and failure.value.private.conversation_ended
     assert "exited with status 7" in str(failure.value) and "peer dying on purpose" in fields["stderr_tail"]
     assert fields["exit_code"] == 7 and fields["reply"] == "about to go\n"
     assert record_of(scv_home) is None
     with pytest.raises(ToolFailure) as again:
         agent.turn(dict(args, turn=2), harness.context(args))
-    assert "its server exited" in str(again.value) and again.value.fields["_available"] is False
+    assert "its server exited" in str(again.value) and again.value.private.available is False
 
 
 def test_sign_in_required_at_session_new_fails_with_the_login_hint(user, tmp_path, harness, live, scv_home):
@@ -208,8 +208,8 @@ def test_sign_in_required_at_session_new_fails_with_the_login_hint(user, tmp_pat
         acp.start(args, harness.context(args))
     fields = failure.value.fields
     assert "Authentication required" in str(failure.value)
-    assert "scv agents login codex" in fields["hint"] and fields["_available"] is False
-    assert fields["_conversation_ended"] is True
+    assert "scv agents login codex" in fields["hint"] and failure.value.private.available is False
+    assert failure.value.private.conversation_ended is True
     assert records.read(scv_home, "codex-a1b2c3") is None
     wait_for(lambda: not harness.tagged(f"s-test/codex-a1b2c3"))
 
@@ -220,7 +220,7 @@ def test_sign_in_required_at_the_prompt_fails_with_the_login_hint(user, tmp_path
     with pytest.raises(ToolFailure) as failure:
         agent.turn(args, ctx)
     assert "scv agents login claude" in failure.value.fields["hint"]
-    assert failure.value.fields["_available"] is False
+    assert failure.value.private.available is False
 
 
 def test_a_server_speaking_another_protocol_version_is_refused(user, tmp_path, harness, scv_home):
@@ -229,7 +229,7 @@ def test_a_server_speaking_another_protocol_version_is_refused(user, tmp_path, h
     with pytest.raises(ToolFailure) as failure:
         acp.start(args, harness.context(args))
     assert "speaks ACP protocol version 2; SCV speaks version 1" in str(failure.value)
-    assert failure.value.fields["_available"] is False
+    assert failure.value.private.available is False
     assert record_of(scv_home) is None
 
 
@@ -238,7 +238,7 @@ def test_a_server_speaking_another_protocol_version_is_refused(user, tmp_path, h
 def test_full_permissions_select_the_agents_own_full_access_mode(user, tmp_path, harness, live, agent, modes, mode):
     server = peer(user, tmp_path, "--modes", modes)
     conversation, args, ctx = begin(harness, live, server, "config", agent=agent, full_permissions=True)
-    assert conversation.turn(args, ctx)["reply"].endswith(f"mode={mode}")
+    assert conversation.turn(args, ctx).reply.endswith(f"mode={mode}")
     assert [e["mode_id"] for e in server.events("session/set_mode")] == [mode]
     env = server.agent.env()
     if agent == "codex":
@@ -255,7 +255,7 @@ def test_without_full_permissions_a_session_is_moved_to_the_mode_that_asks(user,
     server = peer(user, tmp_path, "--modes", modes)
     conversation, args, ctx = begin(harness, live, server, "config", agent=agent)
     mode = selected[0] if selected else "default"
-    assert conversation.turn(args, ctx)["reply"].endswith(f"mode={mode}")
+    assert conversation.turn(args, ctx).reply.endswith(f"mode={mode}")
     assert [e["mode_id"] for e in server.events("session/set_mode")] == selected
 
 
@@ -273,9 +273,9 @@ def test_claude_hiding_bypass_permissions_as_root_says_so_with_the_cli_hint(user
 def test_model_and_effort_become_config_options_at_any_turn(user, tmp_path, harness, live):
     server = peer(user, tmp_path, "--modes", "none")
     agent, args, ctx = begin(harness, live, server, "config", model="fast-model")
-    assert agent.turn(args, ctx)["reply"] == "model=fast-model effort=medium mode=None"
+    assert agent.turn(args, ctx).reply == "model=fast-model effort=medium mode=None"
     args2 = dict(args, prompt="config", turn=2, model="fast-model", effort="high")
-    assert agent.turn(args2, harness.context(args2))["reply"] == "model=fast-model effort=high mode=None"
+    assert agent.turn(args2, harness.context(args2)).reply == "model=fast-model effort=high mode=None"
     # An unchanged value is not sent again.
     assert [(e["config_id"], e["value"]) for e in server.events("session/set_config_option")] == [
         ("model", "fast-model"), ("reasoning_effort", "high")]
@@ -289,10 +289,10 @@ def test_a_value_the_agent_does_not_offer_fails_with_the_offered_list_and_keeps_
         agent.turn(args, ctx)
     assert "does not offer model 'no-such-model'" in str(failure.value)
     assert "it offers: default, fast-model, big-model" in str(failure.value)
-    assert "_conversation_ended" not in failure.value.fields
+    assert not failure.value.private.conversation_ended
     assert server.events("session/prompt") == []
     args2 = dict(args, turn=2, model=None)
-    assert agent.turn(args2, harness.context(args2))["status"] == "completed"
+    assert agent.turn(args2, harness.context(args2)).status == "completed"
 
 
 @pytest.mark.parametrize("prompt,status,reply", [("refuse", "declined", "I can't help with that."),
@@ -301,7 +301,7 @@ def test_stop_reasons(user, tmp_path, harness, live, prompt, status, reply):
     server = peer(user, tmp_path)
     agent, args, ctx = begin(harness, live, server, prompt)
     result = agent.turn(args, ctx)
-    assert (result["status"], result["reply"]) == (status, reply)
+    assert (result.status, result.reply) == (status, reply)
 
 
 def test_the_reply_is_bounded_on_a_character_boundary(user, tmp_path, harness, live):
@@ -311,8 +311,8 @@ def test_the_reply_is_bounded_on_a_character_boundary(user, tmp_path, harness, l
     agent = acp.start(args, ctx)
     live.append(agent)
     result = agent.turn(args, ctx)
-    assert result["truncated"] is True and len(result["reply"].encode()) <= 5001
-    assert set(result["reply"]) == {"é"}
+    assert result.truncated is True and len(result.reply.encode()) <= 5001
+    assert set(result.reply) == {"é"}
 
 
 def test_records_say_running_then_idle_and_teardown_stops_everything_tagged(user, tmp_path, harness, scv_home):
@@ -345,7 +345,7 @@ def test_a_server_killed_between_turns_is_collected_at_once(user, tmp_path, harn
     with pytest.raises(ToolFailure) as failure:
         agent.turn(dict(args, turn=2), harness.context(args))
     assert "its server exited (was killed by SIGKILL)" in str(failure.value)
-    assert failure.value.fields["_conversation_ended"] is True
+    assert failure.value.private.conversation_ended is True
 
 
 def test_scv_agents_ps_lists_it_idle_between_turns_and_kill_stops_it(user, tmp_path, harness, live, scv_home):

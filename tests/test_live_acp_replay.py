@@ -40,9 +40,9 @@ def answers(server):
 def test_claude_text_reply_and_usage(replay):
     agent, args, ctx, server = replay("claude", "acp_text")
     result = agent.turn(args, ctx)
-    assert result["status"] == "completed" and result["reply"] == "Hello from the fake backend."
-    assert result["usage"] == {"input_tokens": 11, "output_tokens": 5, "cached_input_tokens": 0}
-    assert result["_vendor_session"] and not server.events("mismatch")
+    assert result.status == "completed" and result.reply == "Hello from the fake backend."
+    assert result.usage == {"input_tokens": 11, "output_tokens": 5, "cached_input_tokens": 0}
+    assert result.private.vendor_session and not server.events("mismatch")
 
 
 @pytest.mark.parametrize("approve,option", [(False, "reject"), (True, "allow")])
@@ -50,7 +50,7 @@ def test_claude_permission_request_is_relayed_and_answered_by_kind(replay, appro
     agent, args, ctx, server = replay("claude", "acp_tool_reject", "create a marker file",
                                       answer=lambda ask: approve)
     result = agent.turn(args, ctx)
-    assert result["status"] == "completed"
+    assert result.status == "completed"
     assert [(a.tool, a.risk, a.summary) for a in ctx.asked] == [
         ("agent", "process", "[claude-1 acp] touch lab_marker.txt && echo created (execute)")]
     assert answers(server) == [{"jsonrpc": "2.0", "id": 0,
@@ -59,7 +59,7 @@ def test_claude_permission_request_is_relayed_and_answered_by_kind(replay, appro
 
 def test_claude_read_only_command_needs_no_permission(replay):
     agent, args, ctx, server = replay("claude", "acp_tool_echo", "run echo")
-    assert agent.turn(args, ctx)["status"] == "completed" and ctx.asked == []
+    assert agent.turn(args, ctx).status == "completed" and ctx.asked == []
 
 
 def test_claude_signed_out_fails_at_the_prompt_with_the_login_hint(replay):
@@ -68,7 +68,7 @@ def test_claude_signed_out_fails_at_the_prompt_with_the_login_hint(replay):
         agent.turn(args, ctx)
     assert "Authentication required" in str(failure.value)
     assert "scv agents login claude" in failure.value.fields["hint"]
-    assert failure.value.fields["_available"] is False
+    assert failure.value.private.available is False
 
 
 def test_claude_cancel_then_later_turns_on_the_same_session(replay, harness):
@@ -76,13 +76,13 @@ def test_claude_cancel_then_later_turns_on_the_same_session(replay, harness):
     ctx.cancel_in(0.3)
     with pytest.raises(ToolFailure) as failure:
         agent.turn(args, ctx)
-    assert failure.value.fields["status"] == "cancelled" and "_conversation_ended" not in failure.value.fields
+    assert failure.value.fields["status"] == "cancelled" and not failure.value.private.conversation_ended
     second = dict(args, prompt="say hi", turn=2)
     # claude-agent-acp answers the prompt after a cancel at once with nothing (see the capture's notes).
-    assert agent.turn(second, harness.context(second))["usage"] == {"input_tokens": 0, "output_tokens": 0,
+    assert agent.turn(second, harness.context(second)).usage == {"input_tokens": 0, "output_tokens": 0,
                                                                   "cached_input_tokens": 0}
     third = dict(args, prompt="say hi once more", turn=3)
-    assert agent.turn(third, harness.context(third))["reply"].endswith("Hello from the fake backend.")
+    assert agent.turn(third, harness.context(third)).reply.endswith("Hello from the fake backend.")
 
 
 def test_codex_signed_out_fails_at_session_new(user, tmp_path, harness, scv_home):
@@ -97,7 +97,7 @@ def test_codex_signed_out_fails_at_session_new(user, tmp_path, harness, scv_home
 def test_codex_text_reply_without_usage(replay):
     agent, args, ctx, server = replay("codex", "text")
     result = agent.turn(args, ctx)
-    assert result["reply"] == "hi from fake" and result["usage"] is None
+    assert result.reply == "hi from fake" and result.usage is None
 
 
 def test_codex_denied_escalation_ends_its_turn_cancelled(replay):
@@ -117,7 +117,7 @@ def test_codex_cancel(replay):
     ctx.cancel_in(0.3)
     with pytest.raises(ToolFailure) as failure:
         agent.turn(args, ctx)
-    assert failure.value.fields["status"] == "cancelled" and "_conversation_ended" not in failure.value.fields
+    assert failure.value.fields["status"] == "cancelled" and not failure.value.private.conversation_ended
 
 
 def lines_of(agent: str, capture: str) -> tuple[list[str], str]:

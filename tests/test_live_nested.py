@@ -73,10 +73,10 @@ def test_a_conversation_runs_on_one_child_in_the_private_home(user, tmp_path, ha
         completed("reply from @PID@ in @T@")))
     agent, args, ctx = begin(harness, live, server, model="nested-model")
     first = agent.turn(args, ctx)
-    assert first["agent"] == "scv" and first["status"] == "completed"
-    assert first["reply"].startswith("reply from ") and first["reply"].endswith("in turn-1")
-    assert first["usage"] == {"input_tokens": 3, "output_tokens": 2}
-    assert first["_vendor_session"] == "session-standin"
+    assert first.agent == "scv" and first.status == "completed"
+    assert first.reply.startswith("reply from ") and first.reply.endswith("in turn-1")
+    assert first.usage == {"input_tokens": 3, "output_tokens": 2}
+    assert first.private.vendor_session == "session-standin"
     assert ctx.lines[0] == "Looking at it" and ctx.lines[-1] == "bash failed"
     assert not any("RAW OUTPUT" in line for line in ctx.lines)
     start = nested_requests(server)[1]
@@ -89,7 +89,7 @@ def test_a_conversation_runs_on_one_child_in_the_private_home(user, tmp_path, ha
     assert env["SCV_DELEGATION_DEPTH"] == "1" and env["SCV_PARENT"].endswith(f"/s-test/{HANDLE}")
     later, ctx2 = again(harness, args, "more", 2)
     second = agent.turn(later, ctx2)
-    assert second["reply"] == first["reply"].replace("turn-1", "turn-2")      # the same child
+    assert second.reply == first.reply.replace("turn-1", "turn-2")      # the same child
     assert [r["method"] for r in nested_requests(server)].count("session.start") == 1
 
 
@@ -120,7 +120,7 @@ def test_approval_requests_go_through_the_callers_gate_with_the_depth_prefix(use
         ("write", "filesystem", "[scv-1 depth 1] create notes.txt (5 bytes)")]
     resolve = [r for r in nested_requests(server) if r["method"] == "approval.resolve"]
     assert resolve[0]["params"] == {"id": "approval-1", "approved": approved == "true"}
-    assert result["reply"] == f"approved={approved}"
+    assert result.reply == f"approved={approved}"
 
 
 def test_cancel_sends_turn_cancel_and_a_settled_child_keeps_the_conversation(user, tmp_path, harness, live):
@@ -132,10 +132,10 @@ def test_cancel_sends_turn_cancel_and_a_settled_child_keeps_the_conversation(use
     ctx.cancel_in(0.3)
     with pytest.raises(ToolFailure) as failure:
         agent.turn(args, ctx)
-    assert failure.value.fields["status"] == "cancelled" and "_conversation_ended" not in failure.value.fields
+    assert failure.value.fields["status"] == "cancelled" and not failure.value.private.conversation_ended
     assert [r["method"] for r in nested_requests(server)].count("turn.cancel") == 1
     later, ctx2 = again(harness, args, "more", 2)
-    assert agent.turn(later, ctx2)["reply"] == "second"
+    assert agent.turn(later, ctx2).reply == "second"
 
 
 def test_a_timed_out_turn_relays_turn_cancel_and_stays_resumable(user, tmp_path, harness, live):
@@ -147,9 +147,9 @@ def test_a_timed_out_turn_relays_turn_cancel_and_stays_resumable(user, tmp_path,
     slow, ctx2 = again(harness, args, "slow", 2, timeout=1.0)
     with pytest.raises(ToolFailure) as failure:
         agent.turn(slow, ctx2)
-    assert failure.value.fields["status"] == "timeout" and "_conversation_ended" not in failure.value.fields
+    assert failure.value.fields["status"] == "timeout" and not failure.value.private.conversation_ended
     third, ctx3 = again(harness, args, "again", 3)
-    assert agent.turn(third, ctx3)["reply"] == "quick"
+    assert agent.turn(third, ctx3).reply == "quick"
 
 
 def gated_start(gate) -> str:
@@ -195,12 +195,12 @@ def test_a_cancel_before_turn_start_is_answered_still_cancels_that_turn(user, tm
     fields = failure.value.fields
     assert fields["status"] == "cancelled"
     if answers:
-        assert "_conversation_ended" not in fields and "the conversation can continue" in str(failure.value)
+        assert not failure.value.private.conversation_ended and "the conversation can continue" in str(failure.value)
         assert [r["method"] for r in nested_requests(server)].count("turn.cancel") == 1
         later, ctx2 = again(harness, args, "more", 2)
-        assert conversation.turn(later, ctx2)["reply"] == "second"
+        assert conversation.turn(later, ctx2).reply == "second"
     else:
-        assert fields["_conversation_ended"] is True and "did not answer turn.start" in str(failure.value)
+        assert failure.value.private.conversation_ended is True and "did not answer turn.start" in str(failure.value)
         assert not conversation.proc.alive
 
 
@@ -211,7 +211,7 @@ def test_a_child_that_ignores_turn_cancel_is_shut_down(user, tmp_path, harness, 
     ctx.cancel_in(0.3)
     with pytest.raises(ToolFailure) as failure:
         agent.turn(args, ctx)
-    assert failure.value.fields["status"] == "cancelled" and failure.value.fields["_conversation_ended"] is True
+    assert failure.value.fields["status"] == "cancelled" and failure.value.private.conversation_ended is True
     assert "did not end within 2 s of turn.cancel" in str(failure.value)
     assert records.read(scv_home, HANDLE) is None
     assert harness.tagged(f"s-test/{HANDLE}") == []
@@ -225,7 +225,7 @@ def test_a_child_dying_mid_turn_fails_with_its_stderr_tail_and_ends_the_conversa
     with pytest.raises(ToolFailure) as failure:
         agent.turn(args, ctx)
     fields = failure.value.fields
-    assert fields["status"] == "failed" and fields["_conversation_ended"] and fields["_available"] is False
+    assert fields["status"] == "failed" and failure.value.private.conversation_ended and failure.value.private.available is False
     assert "exited with status 4" in str(failure.value) and "nested server broke" in fields["stderr_tail"]
     assert records.read(scv_home, HANDLE) is None
     later, ctx2 = again(harness, args, "more", 2)
@@ -242,7 +242,7 @@ def test_a_failed_nested_turn_carries_its_reason(user, tmp_path, harness, live):
     with pytest.raises(ToolFailure) as failure:
         agent.turn(args, ctx)
     assert "(provider)" in str(failure.value) and "401" in str(failure.value)
-    assert failure.value.fields["_available"] is False and "scv agents login scv" in failure.value.fields["hint"]
+    assert failure.value.private.available is False and "scv agents login scv" in failure.value.fields["hint"]
 
 
 def test_model_after_the_first_call_and_any_effort_are_refused(user, tmp_path, harness, live):
@@ -274,7 +274,7 @@ def test_its_own_background_jobs_are_counted_and_its_report_turns_approvals_deni
              jobs=[{"job": "job-1", "status": "running"}]),
         completed("started job-1"), report))
     agent, args, ctx = begin(harness, live, server)
-    assert agent.turn(args, ctx)["reply"] == "started job-1"
+    assert agent.turn(args, ctx).reply == "started job-1"
     record = records.read(scv_home, HANDLE)
     assert record.background_jobs == 1 and record.idle_since_unix is not None
     gate.touch()
@@ -334,13 +334,13 @@ def test_a_real_nested_scv_against_the_fake_provider(user, tmp_path, harness, li
         agent = nested_scv.start(args, ctx)
         live.append(agent)
         first = agent.turn(args, ctx)
-        assert first["status"] == "completed" and first["reply"] == "the nested SCV made the file"
+        assert first.status == "completed" and first.reply == "the nested SCV made the file"
         assert (workspace / "made-by-nested.txt").read_text() == "nested\n"
         assert [(a.tool, a.risk) for a in ctx.asked] == [("bash", "process")]
         assert ctx.asked[0].summary.startswith("[scv-1 depth 1] ")
         assert any(line.startswith("bash echo nested") for line in ctx.lines) or ctx.lines[-1] == "bash done"
         later, ctx2 = again(harness, args, "and again", 2)
-        assert agent.turn(later, ctx2)["reply"] == "second turn"
+        assert agent.turn(later, ctx2).reply == "second turn"
         assert fake.requests[0].headers["Authorization"] == "Bearer sk-test"
     finally:
         fake.close()
@@ -355,5 +355,5 @@ def test_a_private_home_without_a_provider_fails_the_start_with_the_import_hint(
         nested_scv.start(args, harness.context(args))
     fields = failure.value.fields
     assert "refused session.start: no model provider is configured" in str(failure.value)
-    assert "scv agents login scv" in fields["hint"] and fields["_available"] is False
-    assert fields["_conversation_ended"] is True and records.read(scv_home, HANDLE) is None
+    assert "scv agents login scv" in fields["hint"] and failure.value.private.available is False
+    assert failure.value.private.conversation_ended is True and records.read(scv_home, HANDLE) is None

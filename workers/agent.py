@@ -12,7 +12,7 @@ from typing import Callable
 
 from scv.core.agents.descriptors import DESCRIPTORS
 from scv.core.lines import LineSplitter
-from scv.core.messages import AgentPrivate
+from scv.core.messages import AgentPrivate, AgentResult
 from workers.agents import tracking
 from workers.agents.capture import Head, Tail
 from workers.agents.grace import ResultGraceToken
@@ -24,29 +24,24 @@ from workers.agents.progress import AgentProgress
 from workers.delegated_process import delegated_environment, resolve_cwd
 from workers.delegation_records import RecordKeeper
 from workers.running import process_runner
-from workers.runtime import Reply, ToolFailure, WorkerContext
+from workers.runtime import ToolFailure, WorkerContext
 from workers.sandbox_call import SandboxedRun, SandboxError
 
 PARSERS = {"claude-stream": ClaudeStreamParser, "codex-json": CodexJsonParser, "pi-json": PiJsonParser}
 
 
-def _blank(agent: str) -> dict:
-    return {"agent": agent, "status": "failed", "reply": "", "usage": None, "exit_code": None,
-            "stderr_tail": "", "truncated": False}
-
-
-def execute(args: dict, ctx: WorkerContext) -> dict:
+def execute(args: dict, ctx: WorkerContext) -> AgentResult:
     agent = args["agent"]
     descriptor = DESCRIPTORS[agent]
     argv = list(args["argv"])
     try:
         cwd = resolve_cwd(ctx.workspace, args.get("cwd"))
     except ValueError as err:
-        raise ToolFailure(str(err), **_blank(agent)) from None
+        raise ToolFailure.of(str(err), AgentResult(agent=agent)) from None
     executable = argv[0]
     if not (os.path.isfile(executable) and os.access(executable, os.X_OK)):
-        raise ToolFailure(f"{agent} cannot run: {executable} is no longer an executable file", **_blank(agent),
-                          private=AgentPrivate(available=False))
+        raise ToolFailure.of(f"{agent} cannot run: {executable} is no longer an executable file",
+                             AgentResult(agent=agent, private=AgentPrivate(available=False)))
     env, run, keeper = delegated_environment(args, ctx, descriptor, cwd)
     outfile = args.get("outfile")
     if outfile:
@@ -55,7 +50,7 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
         with SandboxedRun(args.get("sandbox")) as sandbox:
             return _run(args, ctx, descriptor, argv, cwd, sandbox.environment(env), run, keeper, outfile, sandbox)
     except SandboxError as err:
-        raise ToolFailure(f"{err}; {agent} did not run", **_blank(agent)) from None
+        raise ToolFailure.of(f"{err}; {agent} did not run", AgentResult(agent=agent)) from None
     finally:
         if outfile:
             shutil.rmtree(os.path.dirname(outfile), ignore_errors=True)
@@ -67,7 +62,7 @@ def _wake(token: ResultGraceToken, delay: float, due: Callable[[], None]) -> Cal
     return lambda: None     # a wake-up that finds nothing held sends nothing
 
 
-def _run(args, ctx, descriptor, argv, cwd, env, run, keeper: RecordKeeper, outfile, sandbox: SandboxedRun) -> dict:
+def _run(args, ctx, descriptor, argv, cwd, env, run, keeper: RecordKeeper, outfile, sandbox: SandboxedRun) -> AgentResult:
     agent = descriptor.name
     call = ctx.call
     token = ResultGraceToken(ctx.token)
@@ -97,8 +92,8 @@ def _run(args, ctx, descriptor, argv, cwd, env, run, keeper: RecordKeeper, outfi
     try:
         outcome = process_runner.run(spec, token, on_stdout, stderr.feed)
     except OSError as err:
-        raise ToolFailure(f"{agent} could not be started: {argv[0]}: {err.strerror}", **_blank(agent),
-                          private=AgentPrivate(available=False)) from None
+        raise ToolFailure.of(f"{agent} could not be started: {argv[0]}: {err.strerror}",
+                             AgentResult(agent=agent, private=AgentPrivate(available=False))) from None
     finally:
         token.close()
     if pids:
@@ -117,20 +112,21 @@ def _run(args, ctx, descriptor, argv, cwd, env, run, keeper: RecordKeeper, outfi
                       stdout_text=stdout.text(), stdout_cut=stdout.total > call.output_limit_bytes,
                       stderr_text=stderr.text(), fallback_reply=fallback_reply,
                       limit_bytes=call.output_limit_bytes, timeout_seconds=call.timeout_seconds)
-    result = {"agent": agent, "status": decision.status, "reply": decision.reply,
-              "usage": parser.report.usage if parser else None, "exit_code": outcome.exit_code,
-              # `truncated` says whether anything was cut: the reply, the error, or stderr's head.
-              "stderr_tail": stderr.text(), "truncated": decision.truncated or stderr.total > stderr.limit}
-    private = AgentPrivate(vendor_session=parser.report.vendor_session if parser is not None else None, cwd=cwd,
-                           available=decision.available)
+    result = AgentResult(
+        agent=agent, status=decision.status, reply=decision.reply, usage=parser.report.usage if parser else None,
+        exit_code=outcome.exit_code, stderr_tail=stderr.text(),
+        # `truncated` says whether anything was cut: the reply, the error, or stderr's head.
+        truncated=decision.truncated or stderr.total > stderr.limit,
+        private=AgentPrivate(vendor_session=parser.report.vendor_session if parser is not None else None, cwd=cwd,
+                             available=decision.available))
     if decision.hint:
-        result["hint"] = decision.hint
+        result.hint = decision.hint
     confined = sandbox.field(stderr.text())
     if confined is not None:
-        result["sandbox"] = confined
+        result.sandbox = confined
     if keeper.killed and decision.status != "completed":
-        result["status"] = "cancelled"
-        raise ToolFailure(f"{agent} was stopped by scv agents kill", private=private, **result)
+        result.status = "cancelled"
+        raise ToolFailure.of(f"{agent} was stopped by scv agents kill", result)
     if decision.status in ("completed", "declined"):
-        return Reply(result, private)
-    raise ToolFailure(decision.error or f"{agent} failed", private=private, **result)
+        return result
+    raise ToolFailure.of(decision.error or f"{agent} failed", result)

@@ -19,13 +19,13 @@ import signal
 from typing import Protocol
 
 from scv.core.frames import FrameReader
-from scv.core.messages import AgentPrivate, Call, Result
+from scv.core.messages import AgentResult, Call, Result
 from workers.running.cancel_token import CancelToken
 from workers.runtime import WorkerContext, open_workspace, read_call, resolve, run_guarded, send
 
 
 class LiveAgent(Protocol):
-    def turn(self, args: dict, ctx: WorkerContext) -> dict:
+    def turn(self, args: dict, ctx: WorkerContext) -> AgentResult:
         """One call of the conversation; raise ToolFailure to fail it."""
 
     def idle_fds(self) -> list[int]:
@@ -83,20 +83,6 @@ def serve(in_fd: int, out_fd: int) -> int:
             os.close(fd)
 
 
-# What a live agent's result carries for the supervisor only, under these keys; never the model's.
-PRIVATE_KEYS = {"_vendor_session": "vendor_session", "_cwd": "cwd", "_available": "available",
-                "_conversation_ended": "conversation_ended"}
-
-
-def private_part(result: Result) -> Result:
-    """The result with the agent's private keys moved into its typed private part."""
-    value = dict(result.value)
-    private = {name: value.pop(key) for key, name in PRIVATE_KEYS.items() if key in value}
-    if not private:
-        return result
-    return Result(ok=result.ok, value=value, private=AgentPrivate(**private))
-
-
 def _input_ready(in_fd: int, stop_r: int, agent: LiveAgent | None) -> bool:
     """Blocks until the input or the stop pipe is readable (True) or an idle descriptor is (False)."""
     sel = selectors.DefaultSelector()
@@ -139,7 +125,7 @@ def _start(call: Call, token: CancelToken, out_fd: int) -> tuple[LiveAgent | Non
         result = run_guarded(call, first_turn)
     finally:
         os.close(ctx.workspace_fd)
-    return (started[0] if started else None), private_part(result)
+    return (started[0] if started else None), result
 
 
 def _turn(agent: LiveAgent, call: Call, token: CancelToken, out_fd: int) -> Result:
@@ -147,6 +133,6 @@ def _turn(agent: LiveAgent, call: Call, token: CancelToken, out_fd: int) -> Resu
     if isinstance(ctx, Result):
         return ctx
     try:
-        return private_part(run_guarded(call, lambda: agent.turn(call.args, ctx)))
+        return run_guarded(call, lambda: agent.turn(call.args, ctx))
     finally:
         os.close(ctx.workspace_fd)

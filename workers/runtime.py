@@ -15,7 +15,8 @@ from typing import Any, Callable
 import msgspec
 
 from scv.core.frames import FrameReader, frame
-from scv.core.messages import AgentPrivate, ApprovalRequest, Call, Progress, Result, decode_to_worker, encode
+from scv.core.messages import (AgentPrivate, AgentResult, ApprovalRequest, Call, Progress, Result, decode_to_worker,
+                               encode)
 from workers.running.cancel_token import CancelToken
 
 _ask_ids = itertools.count(1)
@@ -26,6 +27,11 @@ class ToolFailure(Exception):
         super().__init__(message)
         self.fields = fields
         self.private = private
+
+    @classmethod
+    def of(cls, message: str, result: AgentResult) -> "ToolFailure":
+        """A failed agent turn: its result's fields and private part, with the sentence as `error`."""
+        return cls(message, private=result.private, **result.public())
 
 
 class Reply(msgspec.Struct, frozen=True):
@@ -110,10 +116,12 @@ def open_workspace(call: Call) -> int | Result:
         return Result(ok=False, value={"error": f"the workspace {call.workspace} cannot be opened ({exc.strerror})"})
 
 
-def run_guarded(call: Call, work: Callable[[], dict | Reply]) -> Result:
+def run_guarded(call: Call, work: Callable[[], dict | Reply | AgentResult]) -> Result:
     """Runs an executor's work and turns whatever it returned or raised into the call's result."""
     try:
         value = work()
+        if isinstance(value, AgentResult):
+            return Result(ok=True, value=value.public(), private=value.private)
         if isinstance(value, Reply):
             return Result(ok=True, value=value.value, private=value.private)
         return Result(ok=True, value=value)

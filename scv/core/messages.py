@@ -6,6 +6,7 @@ Each side builds its decoder once and dispatches on the decoded type with `match
 from typing import Any, Union
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from scv.core.errors import ProtocolError
 
@@ -62,6 +63,33 @@ class AgentPrivate(msgspec.Struct, tag="agent", frozen=True):
     cwd: str | None = None
     available: bool | None = None
     conversation_ended: bool | None = None
+
+
+class AgentResult(msgspec.Struct, kw_only=True):
+    """One delegated agent turn as every backend reports it (the CLI once per turn, an ACP server,
+    a nested SCV), built in the worker from a blank one and sent as a `Result`: `public()` is what
+    the model reads, `private` what only the supervisor does. A field left UNSET is not shown."""
+
+    agent: str
+    status: str = "failed"
+    reply: str = ""
+    usage: dict[str, Any] | None = None
+    # A nested SCV has no exit code or stderr of its turn to show, and says `truncated` only when cut.
+    exit_code: int | None | UnsetType = None
+    stderr_tail: str | UnsetType = ""
+    truncated: bool | UnsetType = False
+    hint: str | UnsetType = UNSET              # how to get the agent going again (sign in, ...)
+    sandbox: dict[str, Any] | UnsetType = UNSET     # the OS sandbox it ran in, and what it refused
+    private: AgentPrivate = msgspec.field(default_factory=AgentPrivate)
+
+    def public(self) -> dict[str, Any]:
+        return {name: value for name in _AGENT_PUBLIC if (value := getattr(self, name)) is not UNSET}
+
+    def keep_private(self, **changes: Any) -> None:
+        self.private = msgspec.structs.replace(self.private, **changes)
+
+
+_AGENT_PUBLIC = tuple(name for name in AgentResult.__struct_fields__ if name != "private")
 
 
 class Result(msgspec.Struct, tag="result", frozen=True):

@@ -17,6 +17,7 @@ from typing import Any
 
 from scv import __version__
 from scv.core.agents.descriptors import DESCRIPTORS
+from scv.core.messages import AgentResult
 from workers.agents import verdict
 from workers.agents.capture import bound
 from workers.agents.outcome import ROOT_HINT, hint_for
@@ -121,7 +122,7 @@ class AcpAgent(LiveConversation):
 
     # --- one call ------------------------------------------------------------------------------
 
-    def turn(self, args: dict[str, Any], ctx: WorkerContext) -> dict[str, Any]:
+    def turn(self, args: dict[str, Any], ctx: WorkerContext) -> AgentResult:
         self.begin_turn(args)
         deadline = self.deadline(ctx)
         throttle = self.throttle(ctx)
@@ -146,7 +147,7 @@ class AcpAgent(LiveConversation):
             throttle.finish()
             self.end_turn()
 
-    def _outcome(self, answer: Response, state: acp_turn.TurnState) -> dict[str, Any]:
+    def _outcome(self, answer: Response, state: acp_turn.TurnState) -> AgentResult:
         state.finish()
         reply, cut = bound(state.reply(), self.limit_bytes)
         if self._stopping is not None:
@@ -160,17 +161,17 @@ class AcpAgent(LiveConversation):
         if prompt.usage is not None:
             usage = usage_of(prompt.usage.input_tokens, prompt.usage.output_tokens, prompt.usage.cached_read_tokens)
         result = self.result("completed", reply, usage, cut or state.cut)
-        result["_vendor_session"] = self.session
+        result.keep_private(vendor_session=self.session)
         reason = prompt.stop_reason
         if reason == "end_turn":
             return result
         if reason == "refusal":
-            result["status"] = "declined"
+            result.status = "declined"
             return result
         if reason == "cancelled":
             why = " after a permission it asked for was denied" if state.denied else ""
             raise self.failure(Ended("cancelled", f"{self.name} ended its turn as cancelled{why}", keep=True), result)
-        result["reply"] = (reply + "\n\n" if reply else "") + f"(stopped early: {reason})"
+        result.reply = (reply + "\n\n" if reply else "") + f"(stopped early: {reason})"
         return result
 
     # --- model and effort ----------------------------------------------------------------------

@@ -15,6 +15,7 @@ import time
 from typing import Any, Callable
 
 from scv.core.agents.descriptors import DESCRIPTORS, Descriptor
+from scv.core.messages import AgentPrivate, AgentResult
 from workers.agents.progress import AgentProgress
 from workers.delegated_process import delegated_environment, resolve_cwd
 from workers.live.process import LiveProcess
@@ -49,7 +50,7 @@ class LiveConversation(abc.ABC):
         try:
             self.cwd = resolve_cwd(ctx.workspace, args.get("cwd"))
         except ValueError as err:
-            raise ToolFailure(str(err), **self.blank()) from None
+            raise ToolFailure.of(str(err), self.blank()) from None
         env, run, keeper = delegated_environment(args, ctx, self.descriptor, self.cwd)
         env.update(extra_env or {})
         argv = list(args["argv"])
@@ -59,14 +60,14 @@ class LiveConversation(abc.ABC):
         try:
             sandbox.__enter__()
         except SandboxError as err:
-            raise ToolFailure(f"{err}; {self.name} did not start", **self.blank()) from None
+            raise ToolFailure.of(f"{err}; {self.name} did not start", self.blank()) from None
         try:
             self.proc = LiveProcess(argv, self.cwd, sandbox.environment(env), ctx.call.handle, run, keeper, sandbox)
         except SandboxError as err:
-            raise ToolFailure(f"{err}; {self.name} did not start", **self.blank()) from None
+            raise ToolFailure.of(f"{err}; {self.name} did not start", self.blank()) from None
         except OSError as err:
-            raise ToolFailure(f"{self.name} could not be started: {argv[0]}: {err.strerror}", **self.blank(),
-                              _available=False) from None
+            raise ToolFailure.of(f"{self.name} could not be started: {argv[0]}: {err.strerror}",
+                                 self.blank(available=False)) from None
         self.depth = args["depth"]
         self.server = os.path.basename(argv[0])      # how messages name it (claude-agent-acp, grok, ...)
         self.turns = 0
@@ -76,38 +77,40 @@ class LiveConversation(abc.ABC):
 
     # --- the result shape ----------------------------------------------------------------------
 
-    def blank(self) -> dict[str, Any]:
-        return {"agent": self.name, "status": "failed", "reply": "", "usage": None, "exit_code": None,
-                "stderr_tail": "", "truncated": False}
+    def blank(self, **private: Any) -> AgentResult:
+        """A failed result before the agent said anything (`private`: what the supervisor learns)."""
+        return AgentResult(agent=self.name, private=AgentPrivate(**private))
 
-    def result(self, status: str, reply: str, usage, cut: bool) -> dict[str, Any]:
+    def result(self, status: str, reply: str, usage, cut: bool) -> AgentResult:
         stderr = self.proc.stderr
-        return self.confined({"agent": self.name, "status": status, "reply": reply, "usage": usage,
-                              "exit_code": self.proc.outcome.exit_code, "stderr_tail": stderr.text(),
-                              "truncated": cut or stderr.total > stderr.limit, "_cwd": self.cwd, "_available": True})
+        return self.confined(AgentResult(agent=self.name, status=status, reply=reply, usage=usage,
+                                         exit_code=self.proc.outcome.exit_code, stderr_tail=stderr.text(),
+                                         truncated=cut or stderr.total > stderr.limit,
+                                         private=AgentPrivate(cwd=self.cwd, available=True)))
 
-    def confined(self, fields: dict[str, Any]) -> dict[str, Any]:
+    def confined(self, result: AgentResult) -> AgentResult:
         """The result's `sandbox` entry when the process runs in one, as the CLI runs report it."""
         sandbox = self.proc.sandbox
         entry = sandbox.field(self.proc.stderr.text()) if sandbox is not None else None
         if entry is not None:
-            fields["sandbox"] = entry
-        return fields
+            result.sandbox = entry
+        return result
 
-    def failure(self, ended: Ended, fields: dict[str, Any]) -> ToolFailure:
-        """The call's failure; a conversation that cannot go on says so (`_conversation_ended`)."""
-        fields.update(status=ended.status, _available=ended.available, exit_code=self.proc.outcome.exit_code,
-                      stderr_tail=self.proc.stderr.text())
+    def failure(self, ended: Ended, result: AgentResult) -> ToolFailure:
+        """The call's failure; a conversation that cannot go on says so (`conversation_ended`)."""
+        result.status, result.exit_code = ended.status, self.proc.outcome.exit_code
+        result.stderr_tail = self.proc.stderr.text()
+        result.keep_private(available=ended.available)
         if ended.hint:
-            fields["hint"] = ended.hint
+            result.hint = ended.hint
         if not ended.keep:
-            fields["_conversation_ended"] = True
+            result.keep_private(conversation_ended=True)
         elif self.session is not None:
-            fields["_vendor_session"] = self.session    # a cancelled first turn keeps its conversation too
+            result.keep_private(vendor_session=self.session)    # a cancelled first turn keeps its conversation too
         if self.proc.keeper.killed and ended.status != "completed":
-            fields["status"] = "cancelled"
-            return ToolFailure(f"{self.name} was stopped by scv agents kill", **fields)
-        return ToolFailure(str(ended), **fields)
+            result.status = "cancelled"
+            return ToolFailure.of(f"{self.name} was stopped by scv agents kill", result)
+        return ToolFailure.of(str(ended), result)
 
     # --- turns and idleness --------------------------------------------------------------------
 
@@ -143,9 +146,9 @@ class LiveConversation(abc.ABC):
             # process exits (scv agents kill) must find it gone, not lose it mid-prompt.
             self.on_idle()
         if not self.proc.alive:
-            raise ToolFailure(f"{self.handle} cannot continue: its server exited ({self.proc.exit_text()}); start a "
-                              "new conversation (omit session)", **self.blank(), _available=False,
-                              _conversation_ended=True)
+            raise ToolFailure.of(f"{self.handle} cannot continue: its server exited ({self.proc.exit_text()}); "
+                                 "start a new conversation (omit session)",
+                                 self.blank(available=False, conversation_ended=True))
         self.turns += 1
         self.proc.keeper.killed = False
         # IDLE -> RUNNING
@@ -197,7 +200,7 @@ def opened(agent: LiveConversation, args: dict[str, Any], ctx: WorkerContext) ->
     except Ended as ended:
         agent.proc.shutdown()
         ended.keep = False
-        raise agent.failure(ended, dict(agent.blank(), _cwd=agent.cwd)) from None
+        raise agent.failure(ended, agent.blank(cwd=agent.cwd)) from None
     except BaseException:
         agent.proc.shutdown()
         raise

@@ -18,8 +18,10 @@ import time
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
 from scv.core.lines import LineSplitter
+from scv.core.messages import AgentPrivate, AgentResult
 from workers.agents import verdict
 from workers.agents.capture import bound
 from workers.agents.outcome import hint_for
@@ -155,12 +157,12 @@ class NestedScv(LiveConversation):
 
     # --- one call ------------------------------------------------------------------------------
 
-    def turn(self, args: dict[str, Any], ctx: WorkerContext) -> dict[str, Any]:
+    def turn(self, args: dict[str, Any], ctx: WorkerContext) -> AgentResult:
         if args.get("effort"):
-            raise ToolFailure("scv does not take effort; omit it", **self.blank())
+            raise ToolFailure.of("scv does not take effort; omit it", self.blank())
         if args.get("model") and self.turns > 0:
-            raise ToolFailure("scv takes model only when its conversation starts; omit model to continue this one, "
-                              "or omit session to start a new conversation with that model", **self.blank())
+            raise ToolFailure.of("scv takes model only when its conversation starts; omit model to continue this "
+                                 "one, or omit session to start a new conversation with that model", self.blank())
         self.begin_turn(args)
         deadline = self.deadline(ctx)
         throttle = self.throttle(ctx)
@@ -245,7 +247,7 @@ class NestedScv(LiveConversation):
             what = "ran past the timeout and its turn was cancelled" if stopping == "timeout" else "was cancelled"
             raise Ended(stopping, f"{self.name} {what}; the conversation can continue", keep=True)
 
-    def _outcome(self, done: Message) -> dict[str, Any]:
+    def _outcome(self, done: Message) -> AgentResult:
         params = done.params or {}
         self._state.finish()
         reply, cut = bound(self._state.reply(), self.limit_bytes)
@@ -279,13 +281,10 @@ class NestedScv(LiveConversation):
             self._read(pumped.stdout, pumped.exited)
         self.proc.shutdown()
 
-    def _result(self, status: str, reply: str, usage, cut: bool) -> dict[str, Any]:
-        result = {"agent": self.name, "status": status, "reply": reply, "usage": usage, "_cwd": self.cwd,
-                  "_available": True}
-        if cut:
-            result["truncated"] = True
-        if self.session:
-            result["_vendor_session"] = self.session
+    def _result(self, status: str, reply: str, usage, cut: bool) -> AgentResult:
+        result = AgentResult(agent=self.name, status=status, reply=reply, usage=usage, exit_code=UNSET,
+                             stderr_tail=UNSET, truncated=True if cut else UNSET,
+                             private=AgentPrivate(cwd=self.cwd, available=True, vendor_session=self.session))
         return self.confined(result)
 
     # --- its events ----------------------------------------------------------------------------
