@@ -4,9 +4,10 @@ anything starts, results as each task finishes, exit statuses, and resuming an i
 
 import json
 import signal
+import subprocess
 
-from tests.conftest import run_scv
-from tests.delegation_fakes import fake_agent, gone
+from tests.conftest import run_scv, scv_env
+from tests.delegation_fakes import fake_agent, gone, scv_patched
 from tests.batch_fakes import write_tasks
 from tests.fakes import finish, scv_process, setup_fake_home, wait_for
 
@@ -137,3 +138,29 @@ def test_sigterm_cancels_running_tasks_and_exits_143(tmp_path, monkeypatch, work
     assert proc.returncode == 143, err
     assert "(interrupted)" in err
     assert [(r["id"], r["status"]) for r in result_lines(output)] == [("t0", "cancelled")]
+
+
+# `scv batch` in a process whose conversations each begin their turn 20 ms after `start` made them:
+# the gap in which another lane's `start` could evict a conversation as the least recently used
+# idle one, widened so that many lanes hit it in every run instead of a few tasks in a thousand.
+LATE_FIRST_TURN = """import time
+from scv.agents.conversations import Conversations
+begin_turn = Conversations.begin_turn
+def late(self, conversation):
+    time.sleep(0.02)
+    return begin_turn(self, conversation)
+Conversations.begin_turn = late
+"""
+
+
+def test_no_task_loses_its_new_conversation_to_another_tasks_start(tmp_path, monkeypatch, workspace, scv_home):
+    setup_fake_home(tmp_path, monkeypatch)
+    install_agent(tmp_path)
+    (scv_home / "config.toml").write_text("[agent]\nmax_conversations = 2\n")
+    batch = write_tasks(tmp_path / "b.jsonl", *[f"p{i}" for i in range(96)])
+    proc = subprocess.run(scv_patched(LATE_FIRST_TURN, "batch", str(batch), "--parallel", "8", "-C", str(workspace)),
+                          capture_output=True, text=True, timeout=300, env=scv_env(), stdin=subprocess.DEVNULL)
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    failed = [(line["id"], line.get("error")) for line in lines if line["status"] != "completed"]
+    assert failed == [] and len(lines) == 96, proc.stderr[-2000:]
+    assert proc.returncode == 0 and "96/96 done, 0 running, 0 failed" in proc.stderr

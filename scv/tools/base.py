@@ -18,7 +18,7 @@ keeps hidden state between calls.
 import abc
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -76,6 +76,7 @@ class BackgroundCall(msgspec.Struct, Generic[P], frozen=True):
     agent: str
     conversation: str | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    release: Callable[[], None] | None = None     # undoes what `background` held when the job cannot start
 
 
 _AT = re.compile(r" - at `\$\.?(?P<at>[^`]*)`$")
