@@ -3,6 +3,7 @@ anything starts, results as each task finishes, exit statuses, and resuming an i
 (Ctrl-C cancels running tasks and stops their processes) so each result appears exactly once."""
 
 import json
+import re
 import signal
 import subprocess
 
@@ -164,3 +165,18 @@ def test_no_task_loses_its_new_conversation_to_another_tasks_start(tmp_path, mon
     failed = [(line["id"], line.get("error")) for line in lines if line["status"] != "completed"]
     assert failed == [] and len(lines) == 96, proc.stderr[-2000:]
     assert proc.returncode == 0 and "96/96 done, 0 running, 0 failed" in proc.stderr
+
+
+def test_the_final_tally_gives_the_real_rate_of_a_batch_shorter_than_a_second(tmp_path, monkeypatch, workspace):
+    setup_fake_home(tmp_path, monkeypatch)
+    install_agent(tmp_path)
+    proc = run_scv("batch", str(write_tasks(tmp_path / "b.jsonl", "one", "two")), "--parallel", "2", "--quiet",
+                   "-C", str(workspace))
+    assert proc.returncode == 0, proc.stderr
+    tally = re.fullmatch(r"scv batch: 2/2 done, 0 running, 0 failed, 0 lost, ([0-9.]+) s, ([0-9.]+) tasks/s",
+                         proc.stderr.strip())
+    assert tally, proc.stderr
+    elapsed, rate = float(tally.group(1)), float(tally.group(2))
+    # Two tasks over the elapsed time as printed (a tenth, and the rate a hundredth, rounded off):
+    # never 0.00 for a short batch.
+    assert 2 / (elapsed + 0.05) - 0.005 <= rate <= 2 / max(elapsed - 0.05, 0.001) + 0.005, proc.stderr
