@@ -180,3 +180,31 @@ def test_the_final_tally_gives_the_real_rate_of_a_batch_shorter_than_a_second(tm
     # Two tasks over the elapsed time as printed (a tenth, and the rate a hundredth, rounded off):
     # never 0.00 for a short batch.
     assert 2 / (elapsed + 0.05) - 0.005 <= rate <= 2 / max(elapsed - 0.05, 0.001) + 0.005, proc.stderr
+
+
+
+def test_a_ray_that_raises_on_import_is_refused_in_one_sentence_before_anything_starts(tmp_path, monkeypatch,
+                                                                                       workspace):
+    setup_fake_home(tmp_path, monkeypatch)
+    install_agent(tmp_path)
+    # A broken install: importing ray raises what a protobuf version clash raises (not an ImportError).
+    fake = tmp_path / "site" / "ray"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('raise TypeError("Descriptors cannot be created directly.\\n'
+                                      'If this call came from a _pb2.py file, your generated code is out of date")\n')
+    token = tmp_path / "token"
+    token.write_text("ab" * 32)
+    token.chmod(0o600)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = scv_env(TMPDIR=str(temp))
+    env["PYTHONPATH"] = f"{tmp_path / 'site'}:{env['PYTHONPATH']}"
+    batch = write_tasks(tmp_path / "b.jsonl", "one")
+    output = tmp_path / "out.jsonl"
+    for where in ([], ["--address", "127.0.0.1:1", "--token-file", str(token)],
+                  ["--address", "127.0.0.1:1", "--token-file", str(token), "--detach"]):
+        proc = run_scv("batch", str(batch), "--engine", "ray", "--output", str(output), *where, "-C",
+                       str(workspace), env=env)
+        assert (proc.returncode, proc.stderr) == (2, "scv: Ray could not be imported (Descriptors cannot be created "
+                                                     "directly.); reinstall scv[ray]\n"), where
+        assert not output.exists() and list(temp.iterdir()) == []      # no private Ray's folder, no result
