@@ -27,6 +27,7 @@ from scv.core.cancellation import Cancellation
 from scv.core.errors import RefusedError
 from scv.core.messages import Call, Result
 from scv.core.risk import Risk
+from scv.tools.offering import offered, session_facts
 from scv.tools.services import Services
 
 P = TypeVar("P")
@@ -139,7 +140,8 @@ class ToolSpec(abc.ABC, Generic[P]):
     # --- what the supervisor needs ------------------------------------------------------------
 
     def enabled(self, ctx: ToolContext) -> bool:
-        return True
+        """Offered in this session: what the catalog says the tool needs (scv/tools/offering.py)."""
+        return offered(self.name, session_facts(ctx, self.services))
 
     def risk(self, call: P, ctx: ToolContext) -> Risk:
         """This call's risk, decided before approval; a tool may raise it above `declared_risk`."""

@@ -77,9 +77,6 @@ class AgentTool(ToolSpec):
 
     BACKENDS: dict[str, AgentBackend] = {b.transport: b for b in (CliBackend(), AcpBackend(), NestedScvBackend())}
 
-    def enabled(self, ctx: ToolContext) -> bool:
-        return self.services.delegation_offered(ctx)
-
     def _agents(self) -> AgentSession:
         if self.services.agents is None:
             raise RefusedError("no agent is offered here; the agent tool needs a session with delegated agents")
