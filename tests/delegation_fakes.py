@@ -5,6 +5,7 @@ processes a delegated run tagged with SCV_PARENT. The generic helpers are in tes
 import json
 import os
 import signal
+import sys
 from pathlib import Path
 
 import psutil
@@ -95,3 +96,10 @@ def session_services(ctx, home: Path | None = None):
     if ctx.config.agent.max_background > 0:
         jobs = Jobs(ctx.config.agent.max_background, ctx.config.tools.approval_policy, False, lambda build: None)
     return Services(agents=open_agent_session(ctx.config, home or scv_home()), jobs=jobs)
+
+
+def scv_patched(patch: str, *args: str) -> list[str]:
+    """The command line of `scv ARGS` in a process that first runs `patch` (Python): how a test
+    widens a gap between two steps of SCV so that a race in it shows in every run."""
+    main = 'import runpy, sys\nsys.argv[0] = "scv"\nrunpy.run_module("scv", run_name="__main__", alter_sys=True)\n'
+    return [sys.executable, "-c", patch + "\n" + main, *args]

@@ -268,6 +268,53 @@ def test_a_busy_conversation_is_never_evicted(tmp_path):
     assert str(info.value).startswith("session busy")
 
 
+def test_a_conversation_before_its_first_turn_is_never_evicted(tmp_path):
+    # Another call's start lands between this one's start and its first turn (batch lanes, jobs).
+    now = [0.0]
+    book = Conversations(2, 100, tmp_path / "m", clock=lambda: now[0])
+    done = book.start("codex")
+    book.begin_turn(done)
+    assert book.end_turn(done, "thread-a", "/ws")
+    now[0] = 1
+    waiting = book.start("codex")               # NEW, its turn not begun yet
+    now[0] = 2
+    book.begin_turn(done)
+    assert book.end_turn(done, None, "/ws")     # more recently used than `waiting`
+    other = book.start("codex")                 # evicts the idle one, not the one about to run
+    assert book.knows(waiting.handle) and not book.knows(done.handle)
+    book.begin_turn(waiting)
+    with pytest.raises(RefusedError) as info:
+        book.start("codex")                     # one running, one about to: none can go
+    assert "running a turn or about to" in str(info.value)
+    now[0] = 500
+    book.expire()                               # nor does a NEW one expire
+    assert book.knows(other.handle)
+
+
+def test_a_conversation_reserved_for_a_background_job_is_neither_evicted_nor_expired(tmp_path):
+    now = [0.0]
+    book = Conversations(2, 100, tmp_path / "m", clock=lambda: now[0])
+    first, second = book.start("codex"), book.start("codex")
+    for conversation, thread in ((first, "thread-a"), (second, "thread-b")):
+        book.begin_turn(conversation)
+        assert book.end_turn(conversation, thread, "/ws")
+        now[0] += 1
+    book.reserve(first)                         # the least recently used, held for its job
+    with pytest.raises(RefusedError) as info:
+        book.reserve(first)
+    assert str(info.value).startswith("session busy")
+    book.start("codex")                         # the other idle one goes
+    assert book.knows(first.handle) and not book.knows(second.handle)
+    now[0] = 500
+    book.expire()
+    assert book.knows(first.handle) and book.seconds_to_expiry() == 100
+    book.begin_turn(first)                      # the job's thread: RESERVED -> BUSY
+    assert book.end_turn(first, None, "/ws")
+    book.reserve(first)
+    book.release(first)                         # the job never started: idle again, from now
+    assert first.idle and book.seconds_to_expiry() == 100
+
+
 def test_the_next_expiry_and_a_turn_of_a_conversation_forgotten_meanwhile(tmp_path):
     now = [0.0]
     book = Conversations(4, 100, tmp_path / "m", clock=lambda: now[0])

@@ -108,7 +108,8 @@ def test_a_handle_names_its_agent(offer, context):
     tool = agent_tool(ctx)
     conversations = tool.services.agents.conversations
     state_conversation = conversations.start("codex")
-    state_conversation.vendor_id = "thread-1"
+    conversations.begin_turn(state_conversation)
+    assert conversations.end_turn(state_conversation, "thread-1", None)   # a handle the model was given
     assert tool.parse({"prompt": "x", "session": "codex-1"}, ctx).name == "codex"
     assert refused(ctx, {"prompt": "x", "session": "codex-1", "agent": "claude"}, tool) == (
         "conversation codex-1 belongs to codex, not claude; omit agent to continue it, or omit session to start "

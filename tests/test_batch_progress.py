@@ -8,6 +8,7 @@ import re
 import select
 import subprocess
 import sys
+import time
 
 from scv.batch.engine import Node
 from scv.batch.progress import Display, EventLines, LiveLine, Tally, choose
@@ -60,6 +61,13 @@ def test_the_live_line_is_redrawn_at_most_five_times_a_second_with_running_tasks
     live.final("scv batch: final")
     # The block is erased (up 3 lines, clear), the failure printed, then the final line.
     assert out.getvalue().endswith("\x1b[3F\x1b[Jt2@node-2: failed\nscv batch: final\n")
+
+
+def test_the_rate_shows_from_the_first_second_while_running_and_always_once_over():
+    tally = Tally(total=3, done=3, started_at=time.monotonic() - 0.5)
+    assert tally.line().endswith(" 0.00 tasks/s")
+    rate = float(tally.line(over=True).split(", ")[-1].split()[0])
+    assert 0 < rate <= 6.0          # three tasks in at least half a second
 
 
 def test_quiet_prints_only_the_final_tally_and_choose_follows_the_stream():

@@ -3,10 +3,12 @@ anything starts, results as each task finishes, exit statuses, and resuming an i
 (Ctrl-C cancels running tasks and stops their processes) so each result appears exactly once."""
 
 import json
+import re
 import signal
+import subprocess
 
-from tests.conftest import run_scv
-from tests.delegation_fakes import fake_agent, gone
+from tests.conftest import run_scv, scv_env
+from tests.delegation_fakes import fake_agent, gone, scv_patched
 from tests.batch_fakes import write_tasks
 from tests.fakes import finish, scv_process, setup_fake_home, wait_for
 
@@ -137,3 +139,72 @@ def test_sigterm_cancels_running_tasks_and_exits_143(tmp_path, monkeypatch, work
     assert proc.returncode == 143, err
     assert "(interrupted)" in err
     assert [(r["id"], r["status"]) for r in result_lines(output)] == [("t0", "cancelled")]
+
+
+# `scv batch` in a process whose conversations each begin their turn 20 ms after `start` made them:
+# the gap in which another lane's `start` could evict a conversation as the least recently used
+# idle one, widened so that many lanes hit it in every run instead of a few tasks in a thousand.
+LATE_FIRST_TURN = """import time
+from scv.agents.conversations import Conversations
+begin_turn = Conversations.begin_turn
+def late(self, conversation):
+    time.sleep(0.02)
+    return begin_turn(self, conversation)
+Conversations.begin_turn = late
+"""
+
+
+def test_no_task_loses_its_new_conversation_to_another_tasks_start(tmp_path, monkeypatch, workspace, scv_home):
+    setup_fake_home(tmp_path, monkeypatch)
+    install_agent(tmp_path)
+    (scv_home / "config.toml").write_text("[agent]\nmax_conversations = 2\n")
+    batch = write_tasks(tmp_path / "b.jsonl", *[f"p{i}" for i in range(96)])
+    proc = subprocess.run(scv_patched(LATE_FIRST_TURN, "batch", str(batch), "--parallel", "8", "-C", str(workspace)),
+                          capture_output=True, text=True, timeout=300, env=scv_env(), stdin=subprocess.DEVNULL)
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    failed = [(line["id"], line.get("error")) for line in lines if line["status"] != "completed"]
+    assert failed == [] and len(lines) == 96, proc.stderr[-2000:]
+    assert proc.returncode == 0 and "96/96 done, 0 running, 0 failed" in proc.stderr
+
+
+def test_the_final_tally_gives_the_real_rate_of_a_batch_shorter_than_a_second(tmp_path, monkeypatch, workspace):
+    setup_fake_home(tmp_path, monkeypatch)
+    install_agent(tmp_path)
+    proc = run_scv("batch", str(write_tasks(tmp_path / "b.jsonl", "one", "two")), "--parallel", "2", "--quiet",
+                   "-C", str(workspace))
+    assert proc.returncode == 0, proc.stderr
+    tally = re.fullmatch(r"scv batch: 2/2 done, 0 running, 0 failed, 0 lost, ([0-9.]+) s, ([0-9.]+) tasks/s",
+                         proc.stderr.strip())
+    assert tally, proc.stderr
+    elapsed, rate = float(tally.group(1)), float(tally.group(2))
+    # Two tasks over the elapsed time as printed (a tenth, and the rate a hundredth, rounded off):
+    # never 0.00 for a short batch.
+    assert 2 / (elapsed + 0.05) - 0.005 <= rate <= 2 / max(elapsed - 0.05, 0.001) + 0.005, proc.stderr
+
+
+
+def test_a_ray_that_raises_on_import_is_refused_in_one_sentence_before_anything_starts(tmp_path, monkeypatch,
+                                                                                       workspace):
+    setup_fake_home(tmp_path, monkeypatch)
+    install_agent(tmp_path)
+    # A broken install: importing ray raises what a protobuf version clash raises (not an ImportError).
+    fake = tmp_path / "site" / "ray"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('raise TypeError("Descriptors cannot be created directly.\\n'
+                                      'If this call came from a _pb2.py file, your generated code is out of date")\n')
+    token = tmp_path / "token"
+    token.write_text("ab" * 32)
+    token.chmod(0o600)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = scv_env(TMPDIR=str(temp))
+    env["PYTHONPATH"] = f"{tmp_path / 'site'}:{env['PYTHONPATH']}"
+    batch = write_tasks(tmp_path / "b.jsonl", "one")
+    output = tmp_path / "out.jsonl"
+    for where in ([], ["--address", "127.0.0.1:1", "--token-file", str(token)],
+                  ["--address", "127.0.0.1:1", "--token-file", str(token), "--detach"]):
+        proc = run_scv("batch", str(batch), "--engine", "ray", "--output", str(output), *where, "-C",
+                       str(workspace), env=env)
+        assert (proc.returncode, proc.stderr) == (2, "scv: Ray could not be imported (Descriptors cannot be created "
+                                                     "directly.); reinstall scv[ray]\n"), where
+        assert not output.exists() and list(temp.iterdir()) == []      # no private Ray's folder, no result

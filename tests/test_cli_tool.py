@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import pty
 import select
 import signal
@@ -14,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from scv.cli import main
+from scv.tools.catalog import BUILTIN_SPECS
 from tests.conftest import result_json, run_scv, scv_env
 from tests.fakes import assert_gone, finish, scv_process, sleepers_command, unique_marker, wait_for_sleepers
 
@@ -137,3 +139,31 @@ def test_a_signal_cancels_the_call_and_its_result_is_still_printed(workspace, si
     assert_gone(marker)
     value = json.loads(out)
     assert value["cancelled"] is True and "cancelled" in value["error"] and value["exit_code"] is None
+
+
+def test_tools_lists_what_a_session_offers_from_the_catalog_without_importing_a_spec(tmp_path, monkeypatch,
+                                                                                    scv_home):
+    from tests.delegation_fakes import codex_reply_lines, fake_agent
+    from tests.fakes import setup_fake_home
+    setup_fake_home(tmp_path, monkeypatch)
+    fake_agent(tmp_path, "codex", codex_reply_lines("hi"))
+
+    def both(config: str) -> tuple[list[tuple[str, str, str]], str]:
+        (scv_home / "config.toml").write_text(config)
+        described = run_scv("tools", "--json")
+        assert described.returncode == 0, described.stderr
+        wanted = [(t["name"], t["risk"], t["description"].split(". ")[0]) for t in json.loads(described.stdout)["tools"]]
+        plain = subprocess.run([sys.executable, "-v", "-m", "scv", "tools"], capture_output=True,
+                               text=True, env=scv_env(), stdin=subprocess.DEVNULL, timeout=120)
+        assert plain.returncode == 0, plain.stderr
+        listed = [tuple(row.split(None, 2)) for row in plain.stdout.splitlines()]
+        assert listed == wanted
+        return listed, plain.stderr
+
+    listed, imported = both('[web]\nsearch = "brave"\n')
+    assert [name for name, _, _ in listed] == ["read", "write", "bash", "web_fetch", "web_search", "agent",
+                                               "agent_wait", "agent_status", "agent_cancel"]
+    specs = {spec.partition(":")[0] for spec, _ in BUILTIN_SPECS.values()}
+    assert specs & set(re.findall(r"^import '([\w.]+)'", imported, re.M)) == set()     # no spec was imported
+    listed, _ = both("[agent]\nmax_background = 0\n")
+    assert [name for name, _, _ in listed] == ["read", "write", "bash", "web_fetch", "agent"]

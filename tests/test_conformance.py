@@ -17,7 +17,7 @@ from scv.core.messages import Call, Result
 from scv.jobs.manager import Jobs
 from scv.skills.index import session_skills
 from scv.tools.base import Risk, ToolContext, ToolSpec
-from scv.tools.catalog import BUILTIN_SPECS
+from scv.tools.catalog import BUILTIN_SPECS, LISTING, NEEDS
 from scv.tools.chat_keep import ChatKeepTool
 from scv.tools.registry import BUILTIN, Registry, executor_modules, spec_class
 from scv.tools.services import Services
@@ -134,6 +134,10 @@ def test_names_are_unique_and_duplicates_are_rejected():
     assert [spec_class(name).name for name in BUILTIN_SPECS] == list(BUILTIN_SPECS)
     assert [spec_class(name).executor.partition(":")[0] for name in BUILTIN_SPECS] == \
         [executor for _, executor in BUILTIN_SPECS.values()]
+    # What `scv tools` lists without importing a spec is what the specs say.
+    assert {name: (spec_class(name).declared_risk.value, spec_class(name).description.split(". ")[0])
+            for name in BUILTIN_SPECS} == LISTING
+    assert set(NEEDS) <= set(BUILTIN_SPECS)
     registry = Registry()
     registry.register(BUILTIN[0]())
     with pytest.raises(ValueError, match="already registered"):

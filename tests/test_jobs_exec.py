@@ -5,9 +5,11 @@ TERM; the limit; closing the session stops running jobs."""
 
 import json
 import signal
+import subprocess
 
-from tests.conftest import run_scv
-from tests.delegation_fakes import CODEX_THREAD, codex_reply_lines, conversation_markers, fake_agent, gone
+from tests.conftest import run_scv, scv_env
+from tests.delegation_fakes import CODEX_THREAD, codex_reply_lines, conversation_markers, fake_agent, gone, \
+    scv_patched
 from tests.fakes import events, finish, scv_process, setup_fake_home, wait_for, write_script
 
 AUTO = "--auto-approve"
@@ -242,3 +244,45 @@ def test_a_background_call_is_refused_when_jobs_are_off(tmp_path, monkeypatch, w
     refused = completed(events(proc.stdout), "agent")[0]["result"]
     assert refused["refused"] and "background jobs are off (agent.max_background = 0)" in refused["error"]
     assert calls.calls() == []          # no job, no agent
+
+
+# A job continuing a conversation begins its turn only once a third conversation was started (by
+# the next job): the order in which that start used to evict the reserved conversation.
+CONTINUE_AFTER_THIRD_START = """import threading
+from scv.agents.conversations import Conversations
+starts, third = [], threading.Event()
+start, begin_turn = Conversations.start, Conversations.begin_turn
+def counted(self, agent):
+    conversation = start(self, agent)
+    starts.append(conversation.handle)
+    if len(starts) >= 3:
+        third.set()
+    return conversation
+def after_third(self, conversation):
+    if conversation.turns:
+        third.wait(30)
+    return begin_turn(self, conversation)
+Conversations.start, Conversations.begin_turn = counted, after_third
+"""
+
+
+def test_a_job_continuing_a_conversation_keeps_it_while_another_job_starts_one(tmp_path, monkeypatch, workspace,
+                                                                               scv_home):
+    setup_fake_home(tmp_path, monkeypatch)
+    fake_agent(tmp_path, "codex", codex_reply_lines("answer", thread="thread-$$"))
+    (scv_home / "config.toml").write_text("[agent]\nmax_conversations = 2\n")
+    call = lambda i, **extra: {"id": i, "tool": "agent", "args": {"agent": "codex", "prompt": i, **extra}}
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [call("one"), call("two")]},        # codex-1 then codex-2, both idle
+                          {"calls": [call("again", session="codex-1", background=True),
+                                     call("new", background=True)]},
+                          {"calls": [{"id": f"w{n}", "tool": "agent_wait", "args": {"job": f"job-{n}"}}
+                                     for n in (1, 2)]},
+                          {"text": "done"})
+    proc = subprocess.run(scv_patched(CONTINUE_AFTER_THIRD_START, "exec", "--script", str(script), "--json", AUTO,
+                                      "-C", str(workspace)),
+                          capture_output=True, text=True, timeout=120, env=scv_env(), stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    waits = [e["result"] for e in completed(events(proc.stdout), "agent_wait")]
+    assert [(w["job"], w["status"], w["result"].get("session")) for w in waits] == \
+        [("job-1", "completed", "codex-1"), ("job-2", "completed", "codex-3")], waits

@@ -152,7 +152,9 @@ def test_no_descriptor_or_process_leaks_across_a_thousand_calls(runner, workspac
     # Finished workers are reaped as they exit: none waits as a zombie for the next call.
     fork_point = supervisor.fork_point_pid
     _settle(lambda: not _zombies(fork_point))
-    assert _zombies(fork_point) == [], _stat_lines(_zombies(fork_point))
+    # The fork point's own state and where it sleeps tell a missed wake-up from a blocked or stopped fork point.
+    assert _zombies(fork_point) == [], (_stat_lines(_zombies(fork_point)), _stat_lines([fork_point]),
+                                        _wchan(fork_point))
     # Only the spare worker (and at most one exiting worker) came and stayed.
     _settle(lambda: len(REAL.descendants(fork_point)) <= processes_before + 1)
     assert len(REAL.descendants(fork_point)) <= processes_before + 1, _described(REAL.descendants(fork_point))
@@ -173,6 +175,14 @@ def _stat_lines(pids: list[int]) -> list[str]:
         except OSError:
             out.append(f"{pid} (gone)")
     return out
+
+
+def _wchan(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/wchan") as fh:
+            return f"{pid} sleeps in {fh.read() or '(running)'}"
+    except OSError:
+        return f"{pid} (gone)"
 
 
 def _described(pids: list[int]) -> list[tuple[int, str]]:

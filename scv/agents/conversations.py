@@ -9,8 +9,13 @@ its turns, and closes it when it is forgotten:
 
 ```
 NEW ──begin_turn──▶ BUSY ──end_turn──▶ IDLE ──begin_turn──▶ BUSY ...
+                                        IDLE ──reserve──▶ RESERVED ──begin_turn──▶ BUSY
+                                                          RESERVED ──release──▶ IDLE
  (first turn reported no session, expiry, eviction, the session's end) ──▶ FORGOTTEN
 ```
+Only an IDLE conversation is ever evicted or expired: a NEW one is about to run its first turn
+(another call's `start` must not take it in that gap), and a RESERVED one is continued by a
+background job whose thread has not begun the turn yet.
 """
 
 import enum
@@ -32,13 +37,17 @@ _SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 class ConversationState(enum.Enum):
     NEW = "new"
+    RESERVED = "reserved"
     IDLE = "idle"
     BUSY = "busy"
     FORGOTTEN = "forgotten"
 
 
 CONVERSATION_MOVES = Moves({ConversationState.NEW: {ConversationState.BUSY, ConversationState.FORGOTTEN},
-                            ConversationState.IDLE: {ConversationState.BUSY, ConversationState.FORGOTTEN},
+                            ConversationState.RESERVED: {ConversationState.BUSY, ConversationState.IDLE,
+                                                         ConversationState.FORGOTTEN},
+                            ConversationState.IDLE: {ConversationState.BUSY, ConversationState.RESERVED,
+                                                     ConversationState.FORGOTTEN},
                             ConversationState.BUSY: {ConversationState.IDLE, ConversationState.FORGOTTEN},
                             ConversationState.FORGOTTEN: set()})
 
@@ -65,6 +74,11 @@ class Conversation:
     @property
     def busy(self) -> bool:
         return self.state is ConversationState.BUSY
+
+    @property
+    def idle(self) -> bool:
+        """Nothing runs or is about to run a turn of it: the only state eviction and expiry touch."""
+        return self.state is ConversationState.IDLE
 
     def move(self, to: ConversationState) -> None:
         """The one transition function: refuses a move the lifecycle does not have."""
@@ -125,10 +139,10 @@ class Conversations:
         """A new conversation, not yet confirmed: `confirm` or `forget` it after its first turn."""
         self.expire()
         while len(self._by_handle) >= self.max:
-            idle = [c for c in self._by_handle.values() if not c.busy]
+            idle = [c for c in self._by_handle.values() if c.idle]
             if not idle:
-                raise RefusedError(f"all {self.max} conversations of this session are running a turn; wait for "
-                                   "one to finish (agent.max_conversations)")
+                raise RefusedError(f"all {self.max} conversations of this session are running a turn or about to; "
+                                   "wait for one to finish (agent.max_conversations)")
             self.forget(min(idle, key=lambda c: c.last_used).handle)
         number = self._counters.get(agent, 0) + 1
         self._counters[agent] = number
@@ -138,6 +152,29 @@ class Conversations:
 
     @_locked
     def begin_turn(self, conversation: Conversation) -> None:
+        self._check_usable(conversation)
+        conversation.move(ConversationState.BUSY)    # NEW/IDLE/RESERVED -> BUSY
+        conversation.last_used = self.clock()
+
+    @_locked
+    def reserve(self, conversation: Conversation) -> None:
+        """A background job will run the next turn on its own thread: until it begins (or `release`),
+        the conversation is neither evicted nor expired, nor continued by another call."""
+        self._check_usable(conversation)
+        if conversation.state is not ConversationState.IDLE:
+            raise RefusedError(f"session busy: conversation {conversation.handle} is about to run a turn; wait "
+                               "for its result, or omit session to start a new conversation")
+        conversation.move(ConversationState.RESERVED)    # IDLE -> RESERVED
+
+    @_locked
+    def release(self, conversation: Conversation) -> None:
+        """The reserved turn will not run (its job never started)."""
+        if conversation.state is ConversationState.RESERVED:
+            conversation.move(ConversationState.IDLE)    # RESERVED -> IDLE
+            conversation.last_used = self.clock()
+
+    @staticmethod
+    def _check_usable(conversation: Conversation) -> None:
         if conversation.busy:
             raise RefusedError(f"session busy: conversation {conversation.handle} is running a turn; wait for its "
                                "result, or omit session to start a new conversation")
@@ -145,8 +182,6 @@ class Conversations:
             raise RefusedError(f"conversation {conversation.handle} was forgotten (unused for longer than "
                                "agent.conversation_idle_seconds, or the session is ending); omit session to start "
                                "a new conversation")
-        conversation.move(ConversationState.BUSY)    # NEW/IDLE -> BUSY
-        conversation.last_used = self.clock()
 
     @_locked
     def end_turn(self, conversation: Conversation, vendor_id: str | None, cwd: str | None) -> bool:
@@ -187,7 +222,7 @@ class Conversations:
     def expire(self) -> None:
         now = self.clock()
         for conversation in list(self._by_handle.values()):
-            if not conversation.busy and now - conversation.last_used > self.idle_seconds:
+            if conversation.idle and now - conversation.last_used > self.idle_seconds:
                 self.forget(conversation.handle)
 
     @_locked
@@ -195,7 +230,7 @@ class Conversations:
         """How long until the next idle conversation expires (idle_seconds when none is idle: one that
         becomes idle later expires later than that)."""
         now = self.clock()
-        due = [c.last_used + self.idle_seconds - now for c in self._by_handle.values() if not c.busy]
+        due = [c.last_used + self.idle_seconds - now for c in self._by_handle.values() if c.idle]
         return max(0.0, min(due, default=self.idle_seconds))
 
     @_locked

@@ -31,10 +31,12 @@ class Tally:
     def elapsed(self) -> float:
         return time.monotonic() - self.started_at
 
-    def line(self) -> str:
+    def line(self, over: bool = False) -> str:
+        """The tally; `over` for the final one, whose rate is the real one however short the batch was
+        (while it runs, the first second shows none: a rate out of a moment's work says nothing)."""
         elapsed = self.elapsed()
         finished_here = self.done + self.failed + self.lost
-        rate = finished_here / elapsed if elapsed >= 1.0 else 0.0       # no rate out of the first moment
+        rate = finished_here / elapsed if elapsed >= 1.0 or (over and elapsed > 0) else 0.0
         return (f"scv batch: {self.done + self.skipped}/{self.total} done, {self.running} running, {self.failed} "
                 f"failed, {self.lost} lost, {elapsed:.1f} s, {rate:.2f} tasks/s")
 

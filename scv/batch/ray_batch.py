@@ -41,8 +41,9 @@ def run_ray_batch(file: Path, *, output: Path | None, parallel: int | None, quie
     batch = tasks.load(file, checker(ctx.config))
     token = token_file or default_token(scv_home())
     if detach or cancel:
-        from scv.cluster.connect import client_environment
+        from scv.cluster.connect import client_environment, import_ray
         client_environment(token)       # before ray is imported: Ray reads its auth settings once
+        import_ray()
         from scv.batch.ray_detach import attach
         return attach(file, batch, output, _address(address), token, cancel=cancel, quiet=quiet, parallel=parallel,
                       schedule_timeout=schedule_timeout or DEFAULT_SCHEDULE_TIMEOUT, retries=retries or 0,
@@ -85,6 +86,6 @@ def _start_private(ctx, parallel: int | None):
 
 
 def _disconnect() -> None:
-    import ray
-    if ray.is_initialized():
+    ray = sys.modules.get("ray")        # None when it was never imported, or could not be
+    if ray is not None and ray.is_initialized():
         ray.shutdown()

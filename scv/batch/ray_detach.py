@@ -226,7 +226,7 @@ def _stream_until_done(actor, sink: ResultSink, kept: set[str], display: Display
         display.tick(tally)
         if got["done"]:
             ray.kill(actor)         # every result line is in the output now: the coordinator goes
-            display.final(tally.line() + (" (cancelled)" if cancelling else ""))
+            display.final(tally.line(over=True) + (" (cancelled)" if cancelling else ""))
             if cancelling:
                 return EXIT_OK
             return EXIT_OK if all_completed else EXIT_FAILED

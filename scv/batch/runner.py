@@ -96,7 +96,7 @@ class BatchRunner:
             self.display.tick(self.tally)
         if self.stopped_by is not None:
             self.all_completed = False
-        self.display.final(self.tally.line() + (" (interrupted)" if self.stopped_by is not None else ""))
+        self.display.final(self.tally.line(over=True) + (" (interrupted)" if self.stopped_by is not None else ""))
         return self.exit_code()
 
     def _feasible(self) -> list[Task]:

@@ -38,6 +38,20 @@ def require_ray() -> None:
                          ".venv/bin/pip install 'ray==2.60.*') to use --engine ray and scv cluster")
 
 
+def import_ray() -> Any:
+    """`import ray`, once this process's Ray environment is set (`client_environment`): a broken
+    install (a missing shared library, a protobuf or grpcio version clash) raises anything at all
+    on import, and says so here in one sentence instead of a traceback."""
+    require_ray()
+    try:
+        import ray
+    except Exception as exc:
+        text = str(exc).strip()
+        first = text.splitlines()[0][:200] if text else type(exc).__name__
+        raise RayMissing(f"Ray could not be imported ({first}); reinstall scv[ray]") from None
+    return ray
+
+
 def client_environment(token_path: Path) -> None:
     """This process as a Ray client: set before ray is imported (Ray reads it once)."""
     read_token(token_path)
@@ -108,6 +122,7 @@ class GcsView:
     def __init__(self, address: str, token_path: Path):
         require_ray()
         client_environment(token_path)
+        import_ray()
         self.address = address
         self.host, self.port = parse_address(address)
         self.token_path = token_path

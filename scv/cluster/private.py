@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from scv.cluster import WORKSPACE_VARIABLE
-from scv.cluster.connect import client_environment
+from scv.cluster.connect import RayMissing, client_environment, import_ray
 from scv.cluster.settings import NAMESPACE, ClusterError, slots_resource
 from scv.core import oscalls
 from scv.core.files import write_atomic
@@ -28,6 +28,11 @@ class PrivateRay:
         token = Path(self.temp_dir) / "token"
         write_atomic(token, secrets.token_hex(32).encode())
         client_environment(token)
+        try:
+            import_ray()        # a broken install is refused before the watchdog or Ray starts
+        except RayMissing:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
+            raise
         os.environ[WORKSPACE_VARIABLE] = str(workspace)
         self.watchdog = subprocess.Popen([sys.executable, "-m", "scv.cluster.watchdog", self.temp_dir], stdin=subprocess.PIPE,
                                          stdout=subprocess.DEVNULL, start_new_session=True)

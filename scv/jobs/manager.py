@@ -56,17 +56,22 @@ class Jobs:
             return [job for job in self._jobs.values() if job.running]
 
     def check_can_start(self) -> None:
+        with self._lock:
+            self._check_can_start()
+
+    def _check_can_start(self) -> None:
         if self.closed:
             raise RefusedError("the session is closing; background jobs can no longer start")
-        if len(self.running()) >= self.max_background:
+        if sum(job.running for job in self._jobs.values()) >= self.max_background:
             raise RefusedError(f"{self.max_background} background jobs are already running, the limit "
                                "(agent.max_background); wait for one with agent_wait, or stop one with agent_cancel")
 
     def start(self, agent: str, conversation: str | None, run: JobRun) -> Job:
-        """Runs an approved call as a job; returns at once."""
-        self.check_can_start()
-        job = Job(id=f"job-{next(self._ids)}", agent=agent, conversation=conversation)
+        """Runs an approved call as a job; returns at once. The check and the job's entry are one step,
+        so two calls starting jobs at once never both take the last place."""
         with self._lock:
+            self._check_can_start()
+            job = Job(id=f"job-{next(self._ids)}", agent=agent, conversation=conversation)
             self._jobs[job.id] = job
         thread = threading.Thread(target=self._run, args=(job, run), name=f"scv-{job.id}", daemon=True)
         self._threads = [t for t in self._threads if t.is_alive()] + [thread]

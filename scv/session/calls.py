@@ -87,7 +87,10 @@ class ToolRunner:
             on_progress: Callable[[str], None] | None = None,
             on_approval: Callable[[ApprovalRequest], bool] | None = None) -> Result:
         spec, ctx = prepared.spec, self.ctx
-        background = spec.background(prepared.call, ctx)
+        try:
+            background = spec.background(prepared.call, ctx)
+        except ScvError as err:     # what it continues was taken or forgotten since it was prepared
+            return Result(ok=False, value={"error": str(err)})
         if background is not None:
             return self._start_job(prepared, background)
         launch = CallLaunch(self.supervisor, spec, prepared.call, ctx, cancel, on_progress, on_approval)
@@ -111,7 +114,12 @@ class ToolRunner:
         def run(cancel, on_progress, on_approval) -> Result:
             return own.run(foreground, cancel=cancel, on_progress=on_progress, on_approval=on_approval)
 
-        job = self.jobs.start(background.agent, background.conversation, run)
+        try:
+            job = self.jobs.start(background.agent, background.conversation, run)
+        except BaseException:
+            if background.release is not None:
+                background.release()
+            raise
         return Result(ok=True, value={"job": job.id, "agent": background.agent, "status": "running",
                                       "background": True, **background.extra})
 

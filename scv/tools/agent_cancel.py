@@ -14,7 +14,6 @@ from msgspec import Meta
 from scv.core.messages import Result
 from scv.jobs.manager import check_handle, find_job
 from scv.jobs.wake import until_settled
-from scv.tools.agent_wait import jobs_enabled
 from scv.tools.base import Launch, Risk, ToolContext, ToolSpec
 
 CANCEL_WAIT_SECONDS = 10
@@ -39,9 +38,6 @@ class AgentCancelTool(ToolSpec):
     executor = "workers.agent_cancel:execute"
     declared_risk = Risk.PROCESS
     example = {"job": "job-1"}
-
-    def enabled(self, ctx: ToolContext) -> bool:
-        return jobs_enabled(self, ctx)
 
     def prepare(self, args: AgentCancelArgs, ctx: ToolContext) -> CancelCall:
         check_handle(self.name, args.job)

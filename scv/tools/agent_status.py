@@ -9,7 +9,6 @@ from msgspec import Meta
 
 from scv.core.messages import Result
 from scv.jobs.manager import check_handle, find_job
-from scv.tools.agent_wait import jobs_enabled
 from scv.tools.base import Risk, ToolContext, ToolSpec
 
 
@@ -36,9 +35,6 @@ class AgentStatusTool(ToolSpec):
     executor = "workers.agent_status:execute"
     declared_risk = Risk.READ_ONLY
     example = {}
-
-    def enabled(self, ctx: ToolContext) -> bool:
-        return jobs_enabled(self, ctx)
 
     def check(self, args: AgentStatusArgs, ctx: ToolContext) -> None:
         if args.job:

@@ -27,11 +27,6 @@ class AgentWaitArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ))] | None = None
 
 
-def jobs_enabled(spec: ToolSpec, ctx: ToolContext) -> bool:
-    return (ctx.config.agent.max_background > 0 and spec.services.jobs is not None
-            and spec.services.delegation_offered(ctx))
-
-
 class AgentWaitTool(ToolSpec):
     name = "agent_wait"
     description = ("Wait until a background agent job finishes (or the timeout passes) and return it: job, agent, "
@@ -41,9 +36,6 @@ class AgentWaitTool(ToolSpec):
     executor = "workers.agent_wait:execute"
     declared_risk = Risk.READ_ONLY
     example = {"job": "job-1", "timeout_seconds": 60}
-
-    def enabled(self, ctx: ToolContext) -> bool:
-        return jobs_enabled(self, ctx)
 
     def schema(self, ctx: ToolContext) -> dict[str, Any]:
         schema = super().schema(ctx)

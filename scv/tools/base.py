@@ -18,7 +18,7 @@ keeps hidden state between calls.
 import abc
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -27,6 +27,7 @@ from scv.core.cancellation import Cancellation
 from scv.core.errors import RefusedError
 from scv.core.messages import Call, Result
 from scv.core.risk import Risk
+from scv.tools.offering import offered, session_facts
 from scv.tools.services import Services
 
 P = TypeVar("P")
@@ -76,6 +77,7 @@ class BackgroundCall(msgspec.Struct, Generic[P], frozen=True):
     agent: str
     conversation: str | None = None
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
+    release: Callable[[], None] | None = None     # undoes what `background` held when the job cannot start
 
 
 _AT = re.compile(r" - at `\$\.?(?P<at>[^`]*)`$")
@@ -138,7 +140,8 @@ class ToolSpec(abc.ABC, Generic[P]):
     # --- what the supervisor needs ------------------------------------------------------------
 
     def enabled(self, ctx: ToolContext) -> bool:
-        return True
+        """Offered in this session: what the catalog says the tool needs (scv/tools/offering.py)."""
+        return offered(self.name, session_facts(ctx, self.services))
 
     def risk(self, call: P, ctx: ToolContext) -> Risk:
         """This call's risk, decided before approval; a tool may raise it above `declared_risk`."""

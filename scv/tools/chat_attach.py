@@ -55,9 +55,6 @@ class ChatAttachTool(ToolSpec):
     declared_risk = Risk.NETWORK
     example = {"path": "out/chart.png", "caption": "Sales by month"}
 
-    def enabled(self, ctx: ToolContext) -> bool:
-        return ctx.channel is not None
-
     def _channel(self, ctx: ToolContext) -> ChatChannel:
         if ctx.channel is None:
             raise RefusedError("chat_attach is only offered in a chat channel's session")

@@ -64,9 +64,6 @@ class ChatHistoryTool(ToolSpec):
     declared_risk = Risk.READ_ONLY
     example = {"action": "search", "query": "blue door"}
 
-    def enabled(self, ctx: ToolContext) -> bool:
-        return ctx.channel is not None and ctx.channel.log is not None
-
     def check(self, args: ChatHistoryArgs, ctx: ToolContext) -> None:
         if ctx.channel is None or ctx.channel.log is None:
             raise RefusedError("chat_history is only offered in a chat session whose bridge named its log")

@@ -49,9 +49,6 @@ class ChatKeepTool(ToolSpec):
     declared_risk = Risk.FILESYSTEM
     example = {"path": "/home/u/.scv/state/media/wechat/default/3fa9c2d17e5b8a04/a1b2c3-cat.jpg"}
 
-    def enabled(self, ctx: ToolContext) -> bool:
-        return ctx.channel is not None and ctx.channel.log is not None
-
     def _channel(self, ctx: ToolContext) -> ChatChannel:
         if ctx.channel is None or ctx.channel.log is None:
             raise RefusedError("chat_keep is only offered in a chat session whose bridge named its log")

@@ -31,9 +31,6 @@ class ReadSkillTool(ToolSpec):
     declared_risk = Risk.READ_ONLY
     example = {"name": "release-checks"}
 
-    def enabled(self, ctx: ToolContext) -> bool:
-        return ctx.skills is not None and bool(ctx.skills.skills)
-
     def skill(self, args: ReadSkillArgs, ctx: ToolContext) -> Skill:
         skill = ctx.skills.get(args.name) if ctx.skills is not None else None
         if skill is None:

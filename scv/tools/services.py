@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from scv.config.load import Config
+from scv.tools.offering import offered, session_facts
 
 if TYPE_CHECKING:
     from scv.agents.session import AgentSession
@@ -31,9 +32,7 @@ class Services:
     def delegation_offered(self, ctx: Any) -> bool:     # a ToolContext (scv/tools/base.py imports this module)
         """Whether the `agent` tool is on: some agent is offered and the session is not too deep.
         The job tools and the skills section ask this too, without importing the agent tool."""
-        if ctx.delegation_depth >= ctx.config.agent.max_delegation_depth:
-            return False
-        return bool(self.agents is not None and self.agents.offered)
+        return offered("agent", session_facts(ctx, self))
 
     def close_opened_agents(self) -> None:
         """Closes the agents if they were opened (given, or opened on first use)."""

@@ -38,9 +38,6 @@ class WebSearchTool(ToolSpec):
         # Tests point this at a fake Brave server; the registry always uses the real endpoint.
         self._brave_endpoint = brave_endpoint
 
-    def enabled(self, ctx: ToolContext) -> bool:
-        return ctx.config.web.search in ("searxng", "brave")
-
     def summary(self, args: WebSearchArgs, ctx: ToolContext) -> str:
         return f"search the web ({ctx.config.web.search}) for {short(args.query)}"
 

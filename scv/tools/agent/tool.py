@@ -10,6 +10,7 @@ The model sees this one schema whichever backend runs.
 """
 
 import dataclasses
+import functools
 import os
 from typing import Annotated, Any
 
@@ -76,9 +77,6 @@ class AgentTool(ToolSpec):
 
     BACKENDS: dict[str, AgentBackend] = {b.transport: b for b in (CliBackend(), AcpBackend(), NestedScvBackend())}
 
-    def enabled(self, ctx: ToolContext) -> bool:
-        return self.services.delegation_offered(ctx)
-
     def _agents(self) -> AgentSession:
         if self.services.agents is None:
             raise RefusedError("no agent is offered here; the agent tool needs a session with delegated agents")
@@ -130,9 +128,9 @@ class AgentTool(ToolSpec):
         if cwd is not None:
             self._check_cwd(cwd, ctx)
         if conversation is not None:
-            if conversation.busy:
-                raise RefusedError(f"session busy: conversation {handle} is running a turn; wait for its result, "
-                                   "or omit session to start a new conversation")
+            if not conversation.idle:
+                raise RefusedError(f"session busy: conversation {handle} is running a turn or about to; wait for its "
+                                   "result, or omit session to start a new conversation")
             if conversation.cwd is not None and cwd is not None:
                 wanted = os.path.realpath(os.path.join(ctx.workspace, cwd))
                 if wanted != conversation.cwd:
@@ -190,9 +188,14 @@ class AgentTool(ToolSpec):
     def background(self, call: AgentCall, ctx: ToolContext) -> BackgroundCall[AgentCall] | None:
         if not call.background:
             return None
-        conversation = call.conversation.handle if call.conversation is not None else None
+        if call.conversation is None:
+            return BackgroundCall(dataclasses.replace(call, background=False), agent=call.name)
+        # Held from now until the job's thread begins the turn, so no other call evicts it meanwhile.
+        conversations = self._agents().conversations
+        conversations.reserve(call.conversation)
         return BackgroundCall(dataclasses.replace(call, background=False), agent=call.name,
-                              conversation=conversation)
+                              conversation=call.conversation.handle,
+                              release=functools.partial(conversations.release, call.conversation))
 
     def options(self, ctx: ToolContext) -> dict[str, Any]:
         return {"scv_home": str(scv_home())}
