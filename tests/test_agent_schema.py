@@ -10,6 +10,7 @@ import pytest
 
 from scv.errors import RefusedError
 from tests.agent_fakes import capture, install, on_cli
+from tests.conftest import run_scv
 
 SCHEMA = {"type": "object", "properties": {"verdict": {"enum": ["pass", "fail"]}}, "required": ["verdict"]}
 PROSE = "Hello from the fake backend."
@@ -75,3 +76,12 @@ def test_an_unusable_schema_is_refused_before_approval(claude, make_runner, sche
     with pytest.raises(RefusedError, match=said.replace("$", r"\$").replace("(", r"\(")):
         runner.prepare("agent", {"agent": "claude", "prompt": "check", "schema": schema})
     assert asked == [] and claude.calls() == []
+
+
+def test_scv_tool_agent_exits_1_with_schema_invalid(claude, workspace):
+    answers(claude, "no", "still no")
+    args = json.dumps({"agent": "claude", "prompt": "check", "schema": SCHEMA})
+    proc = run_scv("tool", "agent", args, "--auto-approve", "-C", str(workspace), timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    value = json.loads(proc.stdout)
+    assert value["status"] == "schema_invalid" and value["reply"] == "still no" and len(value["errors"]) == 1

@@ -1,13 +1,14 @@
 """Batch lines' `schema` (issue 21) through real processes and a fake Codex CLI: an inline schema
 and a file schema (relative to the batch file), a repair turn over the task's conversation
-(`exec resume`), `schema_invalid` with exit 1, and a bad schema stopping the batch before any
-task starts."""
+(`exec resume`, and the scripted ACP peer's next prompt), `schema_invalid` with exit 1, and a bad
+schema stopping the batch before any task starts."""
 
 import json
 
 from tests.conftest import run_scv
 from tests.delegation_fakes import fake_agent
 from tests.fakes import setup_fake_home
+from tests.live_fakes import install_peer
 
 SCHEMA = {"type": "object", "properties": {"verdict": {"enum": ["pass", "fail"]}}, "required": ["verdict"]}
 
@@ -85,3 +86,18 @@ def test_a_bad_schema_is_a_bad_line_and_nothing_starts(tmp_path, monkeypatch, wo
     assert "relative to the batch file" in proc.stderr
     assert "line 2: agent schema is not a valid Draft 2020-12 schema: at '/type'" in proc.stderr
     assert not log.exists()
+
+
+def test_the_repair_turn_continues_an_acp_conversation(tmp_path, monkeypatch, workspace):
+    home = setup_fake_home(tmp_path, monkeypatch)
+    server = install_peer(home, tmp_path / "peer-log", "claude-agent-acp")
+    batch = tmp_path / "b.jsonl"
+    schema = {**SCHEMA, "properties": {**SCHEMA["properties"], "turn": {"const": 2}}}
+    batch.write_text(json.dumps({"id": "acp", "agent": "claude", "prompt": "count", "schema": schema}) + "\n")
+    out = tmp_path / "out.jsonl"
+    proc = run_scv("batch", str(batch), "--output", str(out), "-C", str(workspace), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert results(out)["acp"]["structured"] == {"verdict": "pass", "turn": 2}
+    prompts = server.events("session/prompt")
+    assert [p["turn"] for p in prompts] == [1, 2]
+    assert len({p["session_id"] for p in prompts}) == 1 and len({p["pid"] for p in prompts}) == 1
