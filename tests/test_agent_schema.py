@@ -8,7 +8,7 @@ import shlex
 
 import pytest
 
-from scv.errors import RefusedError
+from scv.core.errors import RefusedError
 from tests.agent_fakes import capture, install, on_cli
 from tests.conftest import run_scv
 

@@ -193,11 +193,11 @@ def _run(session: Session, prompt: str, timeout: float | None, schema: dict[str,
             cancel.cancel()
 
     with on_stop_signals(on_signal):
-        return _run_turns(session, prompt, timeout, cancel, stopped_by)
+        return _run_turns(session, prompt, timeout, cancel, stopped_by, check)
 
 
 def _run_turns(session: Session, prompt: str, timeout: float | None, cancel: Cancellation,
-               stopped_by: list[int]) -> int:
+               stopped_by: list[int], check) -> int:
     outcomes = []
     done = Cancellation()       # readable once the turns are over
 
