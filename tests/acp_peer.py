@@ -118,6 +118,10 @@ class Peer:
         self.turns += 1
         self.cancelled.clear()
         log("session/prompt", session_id=session_id, text=text, turn=self.turns, pid=os.getpid())
+        if text.startswith("Your final reply did not give a JSON document"):
+            # SCV's schema repair turn (issue 21): the document, on the same session.
+            await self._say(session_id, '{"verdict": "pass", "turn": %d}' % self.turns)
+            return schema.PromptResponse(stop_reason="end_turn")
         word, *rest = text.split()
         handler = getattr(self, "do_" + word.replace("-", "_"), None)
         if handler is None:

@@ -40,7 +40,7 @@ def test_tool_read_imports_no_agent_web_or_job_code(tmp_path, workspace):
     assert code == 0 and json.loads(out)["content"] == "fine\n"
     assert "scv.tools.read" in modules          # the real path ran
     unwanted = [name for name in modules
-                if name.split(".")[0] in ("requests", "lxml", "readability")
+                if name.split(".")[0] in ("requests", "lxml", "readability", "jsonschema")
                 or name.startswith(("scv.tools.agent.tool", "scv.tools.web_", "scv.jobs", "scv.agents.session",
                                     "scv.skills.index"))]
     assert unwanted == []
@@ -66,3 +66,18 @@ def test_the_help_table_says_what_each_command_says():
     loaded = ScvGroup(name="scv", lazy=COMMANDS)
     assert listed == _commands_section(loaded, click.Group.format_commands)
     assert set(COMMAND_HELP) == set(COMMANDS)
+
+
+def test_exec_without_a_schema_never_imports_jsonschema(tmp_path, workspace):
+    script = tmp_path / "s.jsonl"
+    script.write_text('{"text": "done"}\n')
+    code, modules, out = modules_after(tmp_path, "exec", "go", "--script", str(script), cwd=workspace)
+    assert code == 0 and out == "done\n"
+    assert [name for name in modules if name.split(".")[0] in ("jsonschema", "referencing")] == []
+    schema = tmp_path / "schema.json"
+    schema.write_text('{"type": "string"}')
+    script.write_text('{"text": "done"}\n{"text": "\\"done\\""}\n')      # prose, then repaired
+    code, modules, out = modules_after(tmp_path, "exec", "go", "--script", str(script), "--output-schema",
+                                       str(schema), cwd=workspace)
+    assert code == 0 and out == '"done"\n'
+    assert "jsonschema" in modules        # the check above looks for the right name

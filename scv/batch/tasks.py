@@ -26,9 +26,12 @@ class TaskLine(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     model: str | None = None
     effort: str | None = None
     timeout_seconds: Annotated[int, Meta(ge=1)] | None = None
+    # A JSON Schema inline, or a path relative to the batch file, read once by `load` (so a Ray
+    # task carries the object, never a path of the driver's machine).
+    schema: dict[str, Any] | str | None = None
 
     def agent_args(self) -> dict[str, Any]:
-        fields = ("prompt", "agent", "cwd", "model", "effort", "timeout_seconds")
+        fields = ("prompt", "agent", "cwd", "model", "effort", "timeout_seconds", "schema")
         return {name: getattr(self, name) for name in fields if getattr(self, name) is not None}
 
 
@@ -56,11 +59,19 @@ def _explain(error: msgspec.ValidationError) -> str:
     unknown = re.match(r"Object contains unknown field `([^`]+)`", text)
     if unknown:
         return (f"unknown field {unknown.group(1)!r} (a task takes id, prompt, agent, cwd, model, effort, "
-                "timeout_seconds)")
+                "timeout_seconds, schema)")
     missing = re.match(r"Object missing required field `([^`]+)`", text)
     if missing:
         return f"the field {missing.group(1)!r} is missing"
     return text[0].lower() + text[1:]
+
+
+def _schema_file(batch: Path, name: str) -> dict[str, Any]:
+    from scv.structured import SchemaError, load_schema
+    try:
+        return load_schema(batch.parent / name)
+    except SchemaError as err:
+        raise UsageError(f"{err} (a schema path is relative to the batch file)") from None
 
 
 def load(path: Path, prepare: Callable[[dict[str, Any]], Any]) -> list[Task]:
@@ -86,6 +97,12 @@ def load(path: Path, prepare: Callable[[dict[str, Any]], Any]) -> list[Task]:
             problems.append(f"line {number}: id {spec.id!r} is already used on line {seen[spec.id]}")
             continue
         seen[spec.id] = number
+        if isinstance(spec.schema, str):
+            try:
+                spec.schema = _schema_file(path, spec.schema)
+            except ScvError as err:
+                problems.append(f"line {number}: {err}")
+                continue
         try:
             prepared = prepare(spec.agent_args())
         except ScvError as err:

@@ -19,8 +19,8 @@ import msgspec
 from scv.commands.options import workspace_option
 from scv.core import events as ev
 from scv.core.cancellation import Cancellation
-from scv.core.errors import (EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE, RefusedError, ScvError, UsageError,
-                             interrupted_exit)
+from scv.core.errors import (EXIT_FAILED, EXIT_OK, EXIT_SCHEMA_INVALID, EXIT_TIMEOUT, EXIT_USAGE, RefusedError, ScvError,
+                             UsageError, interrupted_exit)
 from scv.core.risk import Risk
 from scv.core.signals import on_stop_signals
 from scv.core.stopping import SETTLE_SECONDS
@@ -40,8 +40,9 @@ OTHER_STOP_WAIT = 1.0                   # waiting on the model or a person: noth
 class Output:
     """Events as JSON lines (--json), or a short log on stderr and the reply on stdout."""
 
-    def __init__(self, as_json: bool):
+    def __init__(self, as_json: bool, structured: bool = False):
         self.as_json = as_json
+        self.structured = structured     # --output-schema: stdout holds only the validated document
         self._lock = threading.Lock()
 
     def emit(self, name: str, params: dict[str, Any]) -> None:
@@ -57,10 +58,17 @@ class Output:
                 click.echo(f"scv: {params['tool']}: {what[:157] + '...' if len(what) > 160 else what}", err=True)
             elif name == ev.TOOL_COMPLETED and not params["ok"]:
                 click.echo(f"scv:   failed: {params['result'].get('error', '')}", err=True)
-            elif name == ev.TURN_COMPLETED:
+            elif name == ev.TURN_COMPLETED and not self.structured:
                 click.echo(params["reply"])
+            elif name == ev.TURN_COMPLETED and "structured" in params:
+                from scv.structured import compact
+                click.echo(compact(params["structured"]))
+            elif name == ev.TURN_COMPLETED:
+                click.echo(f"scv: {params['reply']}", err=True)    # an earlier turn's reply: not the document
             elif name == ev.TURN_FAILED:
                 click.echo(f"scv: {params['error']}", err=True)
+                if params.get("reason") == "schema_invalid":
+                    click.echo(f"scv: the last reply was:\n{params['reply']}", err=True)
 
     def error(self, err: ScvError) -> None:
         if self.as_json:
@@ -102,9 +110,12 @@ class _ExecCommand(click.Command):
               help="Cancel the run after this many seconds (exit status 124).")
 @click.option("--model", default=None, help="The model, instead of the provider's configured one.")
 @click.option("--auto-approve", is_flag=True, help="Approve every call that the policy would ask about.")
+@click.option("--output-schema", type=click.Path(path_type=Path), default=None, metavar="FILE",
+              help="The final reply must be a JSON document valid against FILE (JSON Schema, Draft 2020-12); "
+                   "stdout gets only the document, compact.")
 @workspace_option
 def exec_command(prompt: str | None, script: Path | None, as_json: bool, timeout: float | None, model: str | None,
-                 auto_approve: bool, workspace: str | None) -> None:
+                 auto_approve: bool, output_schema: Path | None, workspace: str | None) -> None:
     """Run one headless turn: the model calls tools until it replies; the reply goes to stdout.
 
     PROMPT is the task; "-" reads it from stdin. With --script the prompt is optional.
@@ -113,12 +124,16 @@ def exec_command(prompt: str | None, script: Path | None, as_json: bool, timeout
     Exit status:
       0    the turn completed
       1    the turn failed (provider error, turn limit, script ran out)
-      2    bad usage or configuration; nothing ran
+      2    bad usage or configuration (an unusable --output-schema too); nothing ran
+      4    schema_invalid: with --output-schema, the reply did not validate after one repair turn
       124  timed out (--timeout); the running call was cancelled
       130  interrupted by SIGINT, 143 by SIGTERM; the running call was cancelled
     """
-    out = Output(as_json)
+    out = Output(as_json, structured=output_schema is not None)
+    schema = None
     try:
+        if output_schema is not None:
+            schema = _schema(output_schema)
         prompt_from_stdin = prompt == "-"
         if prompt_from_stdin:
             prompt = sys.stdin.read()
@@ -134,15 +149,40 @@ def exec_command(prompt: str | None, script: Path | None, as_json: bool, timeout
     supervisor = Supervisor(preload=executor_modules())     # before any thread
     start_tracking(supervisor)
     try:
+        instruction = None
+        if schema is not None:
+            from scv.structured import instruction as schema_instruction
+            instruction = schema_instruction(schema)
         session = Session(supervisor, ctx, provider, emit=out.emit, asker=_asker(prompt_from_stdin),
-                          auto_approve=auto_approve)
-        code = _run(session, prompt, timeout)
+                          auto_approve=auto_approve, output_instruction=instruction)
+        code = _run(session, prompt, timeout, schema)
     finally:
         supervisor.close()
     sys.exit(code)
 
 
-def _run(session: Session, prompt: str, timeout: float | None) -> int:
+def _schema(path: Path) -> dict[str, Any]:
+    if str(path) == "-":
+        raise UsageError("--output-schema - is not allowed (stdin may carry the prompt); give the schema's file")
+    from scv.structured import SchemaError, load_schema
+    try:
+        return load_schema(path)
+    except SchemaError as err:
+        raise UsageError(str(err)) from None
+
+
+def _check(session: Session, schema: dict[str, Any] | None):
+    """The reply check of a structured run: only the last turn's reply, once no background work
+    will queue another turn, is the one validated and printed."""
+    if schema is None:
+        return None
+    from scv.structured import check_reply
+    limit = session.config.tools.output_limit_bytes
+    return lambda reply: None if session.held() else check_reply(schema, reply, limit)
+
+
+def _run(session: Session, prompt: str, timeout: float | None, schema: dict[str, Any] | None = None) -> int:
+    check = _check(session, schema)
     cancel = Cancellation()
     stopped_by: list[int] = []
 
@@ -153,24 +193,24 @@ def _run(session: Session, prompt: str, timeout: float | None) -> int:
             cancel.cancel()
 
     with on_stop_signals(on_signal):
-        return _run_turns(session, prompt, timeout, cancel, stopped_by)
+        return _run_turns(session, prompt, timeout, cancel, stopped_by, check)
 
 
 def _run_turns(session: Session, prompt: str, timeout: float | None, cancel: Cancellation,
-               stopped_by: list[int]) -> int:
+               stopped_by: list[int], check) -> int:
     outcomes = []
     done = Cancellation()       # readable once the turns are over
 
     def turns() -> None:
         try:
-            outcomes.append(session.run_turn(prompt, cancel=cancel))
+            outcomes.append(session.run_turn(prompt, cancel=cancel, check=check))
             # Turns the session starts on its own (background reports) until nothing is outstanding.
             while not cancel.cancelled and session.held():
                 queued = session.next_queued()
                 if queued is None:
                     session.wait_for_work(cancel)
                     continue
-                outcomes.append(session.run_turn(queued.prompt, cancel=cancel, origin=queued.origin))
+                outcomes.append(session.run_turn(queued.prompt, cancel=cancel, origin=queued.origin, check=check))
         finally:
             done.cancel()
 
@@ -195,4 +235,6 @@ def _run_turns(session: Session, prompt: str, timeout: float | None, cancel: Can
         return interrupted_exit(stopped_by[0])
     if timed_out:
         return EXIT_TIMEOUT
+    if outcomes and outcomes[-1].reason == "schema_invalid":
+        return EXIT_SCHEMA_INVALID
     return EXIT_OK if outcomes and all(o.status == "completed" for o in outcomes) else EXIT_FAILED

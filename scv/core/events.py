@@ -91,6 +91,7 @@ class TurnCompleted(Event, tag=TURN_COMPLETED):
     usage: dict[str, Any]
     attachments: list[Any] | UnsetType = UNSET      # a chat turn's reply files
     origin: dict[str, Any] | UnsetType = UNSET
+    structured: Any = UNSET                         # --output-schema: the validated document (may be null)
 
 
 class TurnFailed(Event, tag=TURN_FAILED):
@@ -100,6 +101,8 @@ class TurnFailed(Event, tag=TURN_FAILED):
     usage: dict[str, Any]
     attachments: list[Any] | UnsetType = UNSET
     origin: dict[str, Any] | UnsetType = UNSET
+    errors: list[dict[str, str]] | UnsetType = UNSET    # schema_invalid: why the last reply did not validate
+    reply: str | UnsetType = UNSET                      # schema_invalid: that last reply
 
 
 SessionEvent = (TurnStarted | AssistantDelta | AssistantText | ToolStarted | ToolProgress | ToolCompleted

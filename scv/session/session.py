@@ -31,7 +31,7 @@ from scv.core.states import Moves
 from scv.providers.base import HistoryItem, ModelReply, Provider
 from scv.session.calls import ToolRunner
 from scv.session.prompt import system_prompt
-from scv.session.turn_loop import Phase, TurnOutcome, run_turn
+from scv.session.turn_loop import Phase, ReplyCheck, TurnOutcome, run_turn
 from scv.supervision.supervisor import Supervisor
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry
@@ -69,7 +69,7 @@ class QueuedTurn:
 class Session:
     def __init__(self, supervisor: Supervisor, ctx: ToolContext, provider: Provider, *, emit: EventSink,
                  asker: Asker = deny_all, auto_approve: bool = False, base_prompt: str | None = None,
-                 agents: AgentSession | None = None):
+                 agents: AgentSession | None = None, output_instruction: str | None = None):
         self.ctx = ctx
         self.provider = provider
         self.emit = emit
@@ -92,6 +92,8 @@ class Session:
         self.runner = ToolRunner(supervisor, self.registry, ctx, approver=lambda *_: False, jobs=self.jobs)
         specs = list(self.registry)
         self.system_prompt = system_prompt(base_prompt or ctx.config.agent.system_prompt, specs, ctx)
+        if output_instruction:      # scv exec --output-schema: the final answer's contract comes last
+            self.system_prompt += "\n\n" + output_instruction
         self.tool_schemas = tuple({"name": d["name"], "description": d["description"], "schema": d["schema"]}
                                   for d in (spec.describe(ctx) for spec in specs))
         self.hosted_tools = _hosted_tools(ctx, provider)
@@ -104,8 +106,8 @@ class Session:
         return f"turn-{next(self._turn_ids)}"
 
     def run_turn(self, prompt: str, *, cancel: Cancellation, origin: dict[str, Any] | None = None,
-                 turn_id: str | None = None) -> TurnOutcome:
-        return run_turn(self, prompt, cancel=cancel, origin=origin, turn_id=turn_id)
+                 turn_id: str | None = None, check: ReplyCheck | None = None) -> TurnOutcome:
+        return run_turn(self, prompt, cancel=cancel, origin=origin, turn_id=turn_id, check=check)
 
     # --- approvals ---------------------------------------------------------------------------
 

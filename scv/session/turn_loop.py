@@ -10,7 +10,7 @@ import enum
 import sys
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import msgspec
 
@@ -26,6 +26,7 @@ from scv.core.states import Moves
 from scv.providers.base import (AssistantMessage, HistoryItem, ModelReply, ModelRequest, Provider, ProviderError,
                                 ToolCall, ToolOutput, TurnCancelled, Usage, UserMessage)
 from scv.session.calls import ToolRunner
+from scv.structured import ReplyVerdict, repair_prompt
 from scv.supervision.approval import relayed_verdict
 
 
@@ -79,8 +80,14 @@ class TurnOutcome:
     status: str                     # "completed", "failed" or "cancelled"
     reply: str = ""
     error: str = ""
-    reason: str = ""                # of a failure: "provider", "turn_limit", "cancelled", "internal"
+    reason: str = ""                # of a failure: "provider", "turn_limit", "cancelled", "internal", "schema_invalid"
     usage: Usage = field(default_factory=Usage)
+    verdict: ReplyVerdict | None = None  # with a schema: the final reply's check (the document, or its errors)
+
+
+# A structured run's check of a final reply; None when this turn's reply is not the one checked
+# (scv exec with background jobs still outstanding checks only the last turn's).
+ReplyCheck = Callable[[str], ReplyVerdict | None]
 
 
 class TurnLimit(ProviderError):
@@ -93,7 +100,7 @@ def result_text(ok: bool, value: dict[str, Any]) -> str:
 
 
 def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: dict[str, Any] | None = None,
-             turn_id: str | None = None) -> TurnOutcome:
+             turn_id: str | None = None, check: ReplyCheck | None = None) -> TurnOutcome:
     turn_id = turn_id or session.new_turn_id()
     emit = session.emit
     channel = session.ctx.channel
@@ -104,7 +111,19 @@ def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: di
     session.history.append(UserMessage(text=prompt))
     try:
         outcome.reply = _loop(session, turn_id, cancel, outcome.usage)
-        outcome.status = "completed"
+        outcome.verdict = None if check is None else check(outcome.reply)
+        if outcome.verdict is not None and not outcome.verdict.ok:
+            # One repair turn in the same conversation: a full turn (tools on, its own max_turns);
+            # a limit or a cancellation in it ends the turn with that status instead.
+            session.history.append(UserMessage(text=repair_prompt(outcome.verdict)))
+            outcome.reply = _loop(session, turn_id, cancel, outcome.usage)
+            outcome.verdict = check(outcome.reply)
+        if outcome.verdict is not None and not outcome.verdict.ok:
+            outcome.reason = "schema_invalid"
+            outcome.error = ("the final reply did not validate against the output schema after one repair turn: "
+                             + "; ".join(f"{e['path'] or '(root)'}: {e['message']}" for e in outcome.verdict.errors))
+        else:
+            outcome.status = "completed"
     except TurnCancelled:
         outcome.status, outcome.reason = "cancelled", session.cancel_reason
         outcome.error = f"the turn was cancelled ({session.cancel_reason})"
@@ -124,11 +143,15 @@ def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: di
     if outcome.status == "completed":
         if channel is not None:
             outcome.reply = channel.captioned(outcome.reply)
+        structured = msgspec.UNSET if outcome.verdict is None else outcome.verdict.document
         ev.emit(emit, ev.TurnCompleted(turn_id=turn_id, reply=outcome.reply, usage=usage, attachments=files,
-                                       origin=_given(origin)))
+                                       origin=_given(origin), structured=structured))
     else:
+        invalid = outcome.reason == "schema_invalid"
         ev.emit(emit, ev.TurnFailed(turn_id=turn_id, reason=outcome.reason, error=outcome.error, usage=usage,
-                                    attachments=files, origin=_given(origin)))
+                                    attachments=files, origin=_given(origin),
+                                    errors=list(outcome.verdict.errors) if invalid else msgspec.UNSET,
+                                    reply=outcome.reply if invalid else msgspec.UNSET))
     return outcome
 
 

@@ -37,6 +37,7 @@ class AgentCall:
     timeout_seconds: float
     background: bool
     session_id: str                     # this SCV session's id in SCV_PARENT
+    schema: dict[str, Any] | None = None  # the `schema` argument: the reply must validate (issue 21)
 
     @property
     def name(self) -> str:

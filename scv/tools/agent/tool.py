@@ -51,6 +51,9 @@ class AgentArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         "matches a configured use_for default. Omit it to keep the agent's own default."))] | None = None
     timeout_seconds: Annotated[int, Meta(ge=1, description=(
         "Seconds before the agent is stopped (default tools.agent_timeout_seconds); raise it for long work."))] | None = None
+    schema: Annotated[dict[str, Any], Meta(description=(
+        "A JSON Schema (Draft 2020-12, at most 64 KiB) the agent's final reply must validate against; the "
+        "result then carries the document as structured, or status schema_invalid with errors."))] | None = None
     background: Annotated[bool, Meta(description=(
         "Run as a background job: the call returns a job handle at once and the result is reported when it "
         "finishes (agent_wait, agent_status and agent_cancel manage jobs)."))] = False
@@ -59,6 +62,22 @@ class AgentArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 def _takers(offered: dict[str, OfferedAgent], option: str) -> str:
     names = [name for name, o in offered.items() if o.takes(option)]
     return ", ".join(names) if names else "none on offer"
+
+
+MAX_ARGUMENT_SCHEMA_BYTES = 64 * 1024
+
+
+def _checked_schema(schema: dict[str, Any]) -> str:
+    """The instruction for a `schema` argument, refused before approval when it cannot be used."""
+    from scv.structured import SchemaError, check_schema, compact, instruction
+    size = len(compact(schema).encode())
+    if size > MAX_ARGUMENT_SCHEMA_BYTES:
+        raise RefusedError(f"agent schema is {size} bytes of compact JSON, over the 64 KiB bound; make it smaller")
+    try:
+        check_schema(schema, "agent schema")
+    except SchemaError as err:
+        raise RefusedError(str(err)) from None
+    return instruction(schema)
 
 
 class AgentTool(ToolSpec):
@@ -121,6 +140,7 @@ class AgentTool(ToolSpec):
                 raise RefusedError(f"{name} does not take {option}; these agents do: {_takers(offered, option)}. "
                                    f"Omit {option}, or call one of them")
         check_prompt(args.prompt)
+        prompt = args.prompt if args.schema is None else args.prompt + "\n\n" + _checked_schema(args.schema)
         if model is not None:
             check_model(model)
         if effort is not None:
@@ -154,8 +174,9 @@ class AgentTool(ToolSpec):
         full = settings is not None and settings.permissions == "full"
         timeout = float(args.timeout_seconds or ctx.config.tools.agent_timeout_seconds)
         call = AgentCall(offered=chosen, backend=self.backend_for(chosen), conversation=conversation,
-                         prompt=args.prompt, model=model, effort=effort, cwd=cwd, full_permissions=full,
-                         timeout_seconds=timeout, background=args.background, session_id=state.session_id)
+                         prompt=prompt, model=model, effort=effort, cwd=cwd, full_permissions=full,
+                         timeout_seconds=timeout, background=args.background, session_id=state.session_id,
+                         schema=args.schema)
         call.backend.check(call)
         return call
 
@@ -204,7 +225,27 @@ class AgentTool(ToolSpec):
         conversations = self._agents().conversations
         conversation = call.conversation
         if conversation is None and call.backend.keeps_conversations(call):
-            conversation = conversations.start(call.name)
+            conversation = conversations.start(call.name)   # a schema's repair turn continues it
+        result = self._turn(call, conversation, ctx, launch)
+        if call.schema is None or result.value.get("status") != "completed":
+            return result
+        from scv.structured import check_reply, repair_prompt
+        limit = ctx.config.tools.output_limit_bytes
+        verdict = check_reply(call.schema, str(result.value.get("reply", "")), limit)
+        handle = result.value.get("session")
+        if not verdict.ok and handle is not None and conversations.knows(handle):
+            # One repair turn, the next of the same conversation; its limit or failure is the result.
+            repair = dataclasses.replace(call, prompt=repair_prompt(verdict), conversation=conversations.get(handle))
+            result = self._turn(repair, repair.conversation, ctx, launch)
+            if result.value.get("status") != "completed":
+                return result
+            verdict = check_reply(call.schema, str(result.value.get("reply", "")), limit)
+        if verdict.ok:
+            return Result(ok=True, value={**result.value, "structured": verdict.document})
+        return Result(ok=False, value={**result.value, "status": "schema_invalid", "errors": list(verdict.errors)})
+
+    def _turn(self, call: AgentCall, conversation: Conversation | None, ctx: ToolContext, launch: Launch) -> Result:
+        conversations = self._agents().conversations
         if conversation is not None:
             conversations.begin_turn(conversation)
         previous_total = dict(conversation.usage_total) if conversation is not None else {}
