@@ -1,0 +1,132 @@
+"""`scv mcp` driven by the official MCP SDK's client as the host, through real processes, on the
+fake agent CLIs: the tools offered, an agent call with its progress, approvals through
+elicitation or the flag, the depth limit, garbage on the wire, and --print-config."""
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.agent_fakes import install, on_cli
+from tests.conftest import ROOT, run_scv, scv_env
+
+mcp = pytest.importorskip("mcp")
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp.types import ElicitResult  # noqa: E402
+
+
+@pytest.fixture
+def host(tmp_path, scv_home):
+    """host(body, *flags, elicit=None, **env) runs `body(session)` against a fresh `scv mcp`."""
+    user_home = tmp_path / "user"
+    (scv_home / "config.toml").write_text(on_cli())
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+
+    def run(body, *flags: str, elicit=None, **extra):
+        env = scv_env(HOME=str(user_home), PATH="/usr/bin:/bin", SCV_HOME=str(scv_home), **extra)
+        params = StdioServerParameters(command=sys.executable, args=["-m", "scv", "mcp", "-C", str(workspace), *flags],
+                                       env=env, cwd=str(ROOT))
+
+        async def main():
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write, elicitation_callback=elicit) as session:
+                    await session.initialize()
+                    return await body(session)
+        return asyncio.run(asyncio.wait_for(main(), 180))
+    run.fake = lambda name: install(user_home / ".local" / "bin", name, tmp_path / "log" / name)
+    run.workspace = workspace
+    return run
+
+
+def test_agent_call_with_progress_through_the_sdk_client(host):
+    host.fake("codex").replay("codex", "text")
+    claude = host.fake("claude")
+    claude.replay("claude", "resume_turn1", paced=True)
+    progress = []
+
+    async def body(session):
+        listed = await session.list_tools()
+        names = {tool.name: tool for tool in listed.tools}
+        answer = await session.call_tool("agent", {"agent": "codex", "prompt": "hi"})
+        followed = await session.call_tool("agent", {"agent": "claude", "prompt": "hi"},
+                                           progress_callback=lambda p, total, message: progress.append((p, message)))
+        return names, answer, followed
+
+    names, answer, followed = host(body, "--auto-approve")
+    assert set(names) == {"agent", "agent_wait", "agent_status", "agent_cancel"}
+    assert names["agent_status"].annotations.readOnlyHint is True
+    assert names["agent"].annotations.readOnlyHint is False
+    assert "codex" in json.dumps(names["agent"].inputSchema)
+    assert answer.isError is False and answer.structuredContent["reply"] == "hi from fake"
+    assert json.loads(answer.content[0].text) == answer.structuredContent
+    assert followed.isError is False and followed.structuredContent["status"] == "completed"
+    assert progress and [p for p, _ in progress] == list(range(1, len(progress) + 1))
+    assert all(isinstance(message, str) and message for _, message in progress)
+
+
+@pytest.mark.parametrize("action, ran", [("accept", True), ("decline", False), ("cancel", False)])
+def test_a_risky_call_is_put_to_the_host_as_elicitation(host, action, ran):
+    asked = []
+
+    async def elicit(context, params):
+        asked.append(params.message)
+        return ElicitResult(action=action)
+
+    async def body(session):
+        return await session.call_tool("bash", {"command": "echo made > made.txt"})
+
+    result = host(body, "--tools", "bash", elicit=elicit)
+    assert len(asked) == 1 and "bash" in asked[0] and "echo made" in asked[0]
+    assert result.isError is (not ran)
+    assert (host.workspace / "made.txt").exists() is ran
+    if not ran:
+        assert result.structuredContent.get("refused") is True
+
+
+@pytest.mark.parametrize("flags, ran", [(("--auto-approve",), True), ((), False)])
+def test_without_elicitation_the_flag_decides_at_once(host, flags, ran):
+    async def body(session):
+        return await session.call_tool("bash", {"command": "echo made > made.txt"})
+
+    result = host(body, "--tools", "bash,read", *flags)
+    assert result.isError is (not ran) and (host.workspace / "made.txt").exists() is ran
+
+
+def test_at_the_depth_limit_no_agent_tool_is_offered(host):
+    host.fake("codex").replay("codex", "text")
+
+    async def body(session):
+        return [tool.name for tool in (await session.list_tools()).tools]
+
+    assert host(body, "--tools", "read", SCV_DELEGATION_DEPTH="2") == ["read"]
+    assert "agent" in host(body, "--tools", "read")
+
+
+def test_garbage_unknown_methods_and_unknown_tools_get_json_rpc_errors(tmp_path, scv_home):
+    lines = ['{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1999-01-01",'
+             '"capabilities":{}}}', "not json", '{"jsonrpc":"2.0","id":2,"method":"nope"}',
+             '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope","arguments":{}}}',
+             '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":7}']
+    proc = subprocess.run([sys.executable, "-m", "scv", "mcp", "-C", str(tmp_path)], input="\n".join(lines) + "\n",
+                          capture_output=True, text=True, timeout=120, env=scv_env(SCV_HOME=str(scv_home)))
+    assert proc.returncode == 0, proc.stderr
+    got = [json.loads(line) for line in proc.stdout.splitlines()]
+    by_id = {m.get("id"): m for m in got}
+    assert by_id[1]["result"]["protocolVersion"] == "2025-06-18"
+    assert by_id[None]["error"]["code"] == -32700
+    assert by_id[2]["error"]["code"] == -32601
+    assert by_id[3]["error"]["code"] == -32602 and "unknown tool 'nope'" in by_id[3]["error"]["message"]
+    assert by_id[4]["error"]["code"] == -32602
+
+
+def test_print_config_for_each_host():
+    claude = json.loads(run_scv("mcp", "--print-config", "claude").stdout)
+    assert claude["mcpServers"]["scv"]["args"] == ["mcp"]
+    codex = run_scv("mcp", "--print-config", "codex").stdout
+    assert codex.startswith("[mcp_servers.scv]\n") and 'args = ["mcp"]' in codex
+    other = run_scv("mcp", "--print-config", "cursor")
+    assert other.returncode == 2 and "claude, codex or gemini" in other.stderr
