@@ -130,3 +130,34 @@ def test_print_config_for_each_host():
     assert codex.startswith("[mcp_servers.scv]\n") and 'args = ["mcp"]' in codex
     other = run_scv("mcp", "--print-config", "cursor")
     assert other.returncode == 2 and "claude, codex or gemini" in other.stderr
+
+
+def test_a_cancelled_call_stops_its_processes_and_gets_no_answer(host, tmp_path):
+    from mcp.types import CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification
+    from mcp.types import CancelledNotificationParams, ClientNotification, ClientRequest
+    from tests.delegation_fakes import gone
+    pid_file = tmp_path / "grandchild.pid"
+    host.fake("codex").write(f"(setsid sleep 300 & echo $! > {pid_file}.tmp; mv {pid_file}.tmp {pid_file})\n"
+                             "sleep 300\n")
+
+    async def body(session):
+        request = ClientRequest(CallToolRequest(params=CallToolRequestParams(name="agent", arguments={
+            "agent": "codex", "prompt": "hi"})))
+        call = asyncio.ensure_future(session.send_request(request, CallToolResult))
+        while not pid_file.exists():
+            assert not call.done(), call.result()
+            await asyncio.sleep(0.05)
+        pid = int(pid_file.read_text())
+        # The SDK numbers its requests from 0 (initialize), so the call is request 1.
+        await session.send_notification(ClientNotification(CancelledNotification(
+            params=CancelledNotificationParams(requestId=1, reason="the user changed their mind"))))
+        while not gone([pid]):
+            await asyncio.sleep(0.05)
+        # The server still answers other requests, and never the cancelled one.
+        listed = await session.list_tools()
+        answered = call.done()
+        call.cancel()
+        return listed, answered
+
+    listed, answered = host(body, "--auto-approve")
+    assert listed.tools and answered is False
