@@ -161,3 +161,36 @@ def test_a_cancelled_call_stops_its_processes_and_gets_no_answer(host, tmp_path)
 
     listed, answered = host(body, "--auto-approve")
     assert listed.tools and answered is False
+
+
+def test_a_killed_host_leaves_orphans_the_next_scv_mcp_stops(tmp_path, monkeypatch, workspace, scv_home):
+    from tests.delegation_fakes import fake_agent, kill_scv_tree, records_in, tagged_with
+    from tests.fakes import setup_fake_home, wait_for
+    setup_fake_home(tmp_path, monkeypatch)
+    fake_agent(tmp_path, "codex", "setsid sleep 300 &\nsleep 300 &\nwait\n")
+    proc = subprocess.Popen([sys.executable, "-m", "scv", "mcp", "--auto-approve", "-C", str(workspace)],
+                            env=scv_env(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    handle = None
+    try:
+        proc.stdin.write(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+                         b'"capabilities":{}}}\n{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":'
+                         b'"agent","arguments":{"agent":"codex","prompt":"work"}}}\n')
+        proc.stdin.flush()
+        record = wait_for(lambda: records_in(scv_home))[0]
+        handle = record["handle"]
+        wait_for(lambda: len(tagged_with(handle)) >= 3)
+        kill_scv_tree(proc.pid, handle)     # the host's SIGKILL took every SCV process with it
+        proc.wait(10)
+        assert tagged_with(handle), "the agent outlives the SCV processes"
+        after = subprocess.run([sys.executable, "-m", "scv", "mcp", "-C", str(workspace)], env=scv_env(),
+                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+        assert after.returncode == 0, after.stderr
+        assert f"stopped 1 orphaned delegation(s): {handle}" in after.stderr
+        wait_for(lambda: tagged_with(handle) == [])
+        assert records_in(scv_home) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for leftover in tagged_with(handle) if handle else []:
+            leftover.kill()         # only this test's own processes
