@@ -126,6 +126,10 @@ def test_garbage_unknown_methods_and_unknown_tools_get_json_rpc_errors(tmp_path,
 def test_print_config_for_each_host():
     claude = json.loads(run_scv("mcp", "--print-config", "claude").stdout)
     assert claude["mcpServers"]["scv"]["args"] == ["mcp"]
+    command = claude["mcpServers"]["scv"]["command"]
+    assert command.startswith("/") and subprocess.run([command, "mcp", "--print-config", "gemini"], capture_output=True,
+                                                      text=True, timeout=120).stdout.strip() == json.dumps(
+        claude, indent=2)
     codex = run_scv("mcp", "--print-config", "codex").stdout
     assert codex.startswith("[mcp_servers.scv]\n") and 'args = ["mcp"]' in codex
     other = run_scv("mcp", "--print-config", "cursor")

@@ -1,6 +1,7 @@
 """`scv mcp`: SCV as a Model Context Protocol server on stdin/stdout (docs/mcp.md)."""
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -52,8 +53,21 @@ def mcp_command(workspace: str | None, tools: str, auto_approve: bool, host: str
 def config_snippet(host: str) -> str:
     if host not in HOSTS:
         raise UsageError(f"--print-config takes claude, codex or gemini, not {host!r}")
-    beside = Path(sys.executable).parent / "scv"     # the console script of the environment SCV runs in
-    command = str(beside) if beside.is_file() else shutil.which("scv") or "scv"
+    command = scv_command()
     if host == "codex":
         return f"[mcp_servers.scv]\ncommand = {json.dumps(command)}\nargs = [\"mcp\"]"
     return json.dumps({"mcpServers": {"scv": {"command": command, "args": ["mcp"]}}}, indent=2)
+
+
+def scv_command() -> str:
+    """The absolute path that starts this SCV: the console script beside its Python (an installed
+    SCV), else the checkout's bin/scv, else the `scv` on PATH."""
+    import scv
+    for candidate in (Path(sys.executable).parent / "scv", Path(scv.__file__).resolve().parent.parent / "bin" / "scv"):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which("scv")
+    if found is None:
+        raise UsageError("no scv program was found to register (not beside Python, not on PATH); install SCV "
+                         "with pip or run this from its checkout's bin/scv")
+    return str(Path(found).resolve())
