@@ -116,7 +116,7 @@ def test_garbage_unknown_methods_and_unknown_tools_get_json_rpc_errors(tmp_path,
     assert proc.returncode == 0, proc.stderr
     got = [json.loads(line) for line in proc.stdout.splitlines()]
     by_id = {m.get("id"): m for m in got}
-    assert by_id[1]["result"]["protocolVersion"] == "2025-06-18"
+    assert by_id[1]["result"]["protocolVersion"] == "2025-11-25"
     assert by_id[None]["error"]["code"] == -32700
     assert by_id[2]["error"]["code"] == -32601
     assert by_id[3]["error"]["code"] == -32602 and "unknown tool 'nope'" in by_id[3]["error"]["message"]
@@ -198,3 +198,37 @@ def test_a_killed_host_leaves_orphans_the_next_scv_mcp_stops(tmp_path, monkeypat
             proc.kill()
         for leftover in tagged_with(handle) if handle else []:
             leftover.kill()         # only this test's own processes
+
+
+def test_agent_as_a_task_polled_listed_and_cancelled(host, tmp_path):
+    from mcp.types import CallToolResult
+    from tests.delegation_fakes import gone
+    host.fake("codex").replay("codex", "text")
+    pid_file = tmp_path / "sleeper.pid"
+    host.fake("claude").write(f"(setsid sleep 300 & echo $! > {pid_file}.tmp; mv {pid_file}.tmp {pid_file})\n"
+                              "sleep 300\n")
+
+    async def body(session):
+        tasks = session.experimental
+        listed = {tool.name: tool for tool in (await session.list_tools()).tools}
+        created = await tasks.call_tool_as_task("agent", {"agent": "codex", "prompt": "hi"})
+        result = await tasks.get_task_result(created.task.taskId, CallToolResult)
+        finished = await tasks.get_task(created.task.taskId)
+        slow = await tasks.call_tool_as_task("agent", {"agent": "claude", "prompt": "hi"})
+        while not pid_file.exists():
+            await asyncio.sleep(0.05)
+        cancelled = await tasks.cancel_task(slow.task.taskId)
+        pid = int(pid_file.read_text())
+        while not gone([pid]):
+            await asyncio.sleep(0.05)
+        every = await tasks.list_tasks()
+        return listed, created, result, finished, cancelled, every
+
+    listed, created, result, finished, cancelled, every = host(body, "--auto-approve")
+    assert listed["agent"].execution.taskSupport == "optional" and listed["agent_status"].execution is None
+    assert created.task.status == "working"
+    assert result.isError is False and result.structuredContent["reply"] == "hi from fake"
+    assert finished.status == "completed"
+    assert cancelled.status == "cancelled"
+    assert {task.taskId: task.status for task in every.tasks} == {created.task.taskId: "completed",
+                                                                  cancelled.taskId: "cancelled"}

@@ -11,6 +11,8 @@ asks, and for every request a delegated agent relays, the host is asked with `el
 when it declared that capability, otherwise `--auto-approve` decides at once (never a wait).
 """
 
+import datetime
+import itertools
 import os
 import select
 import sys
@@ -35,7 +37,9 @@ from scv.supervision.supervisor import Supervisor
 from scv.tools.registry import build_registry
 from scv.tools.services import open_services
 
-VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")      # newest first
+VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")      # newest first
+TASKS_FROM = "2025-11-25"       # the first revision with the task primitive
+POLL_MS = 1000
 AGENT_TOOLS = ("agent", "agent_wait", "agent_status", "agent_cancel")
 OPTIONAL_TOOLS = ("read", "write", "bash", "web_fetch")
 READ_BYTES = 1 << 16
@@ -46,10 +50,19 @@ class InitializeParams(msgspec.Struct, rename="camel"):
     capabilities: dict[str, Any] = {}
 
 
+class TaskParams(msgspec.Struct):
+    ttl: int | None = None
+
+
 class CallParams(msgspec.Struct):
     name: str
     arguments: dict[str, Any] | None = None
     _meta: dict[str, Any] | None = None
+    task: TaskParams | None = None
+
+
+class TaskRef(msgspec.Struct, rename="camel"):
+    task_id: str
 
 
 class CancelledParams(msgspec.Struct, rename="camel"):
@@ -64,6 +77,27 @@ class ElicitResult(msgspec.Struct):
 class _Call:
     cancel: Cancellation = field(default_factory=Cancellation)
     silenced: bool = False      # cancelled by the host: no response, as the specification says
+
+
+@dataclass
+class _Task:
+    """A `tools/call` run as a task: the host polls it instead of waiting for the answer."""
+    id: str
+    call: _Call
+    ttl: int | None
+    created: str
+    status: str = "working"      # working -> completed | failed | cancelled
+    updated: str = ""
+    answer: dict[str, Any] | None = None
+    done: Cancellation = field(default_factory=Cancellation)   # readable once the answer is in
+
+    def describe(self) -> dict[str, Any]:
+        return {"taskId": self.id, "status": self.status, "createdAt": self.created,
+                "lastUpdatedAt": self.updated or self.created, "ttl": self.ttl, "pollInterval": POLL_MS}
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass
@@ -84,6 +118,9 @@ class McpServer:
         self.offered = self._offer(tools)
         self.wire = jsonrpc.Connection(peer="the host", limit=jsonrpc.MAX_LINE_BYTES)
         self.elicitation = False
+        self.tasks = False              # the negotiated revision has the task primitive
+        self._tasks: dict[str, _Task] = {}
+        self._task_ids = itertools.count(1)
         self.initialized = False
         self._lock = threading.Lock()
         self._calls: dict[Any, _Call] = {}
@@ -171,8 +208,11 @@ class McpServer:
                 self.elicitation = isinstance(params.capabilities.get("elicitation"), dict)
                 version = params.protocol_version if params.protocol_version in VERSIONS else VERSIONS[0]
                 self.initialized = True
-                self._send("respond", rid, {"protocolVersion": version,
-                                            "capabilities": {"tools": {"listChanged": False}},
+                self.tasks = version == TASKS_FROM
+                capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
+                if self.tasks:
+                    capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+                self._send("respond", rid, {"protocolVersion": version, "capabilities": capabilities,
                                             "serverInfo": {"name": "scv", "version": __version__}})
             elif method == "notifications/cancelled":
                 params = jsonrpc.decode_as(message.params, CancelledParams, "the host's")
@@ -196,6 +236,8 @@ class McpServer:
                                f"unknown tool {params.name!r}; the tools are: {known}")
                     return
                 self._start(rid, params)
+            elif method.startswith("tasks/") and self.tasks:
+                self._task_request(method, rid, message.params)
             else:
                 self._send("respond_error", rid, jsonrpc.METHOD_NOT_FOUND, f"scv mcp does not serve {method!r}")
         except jsonrpc.WireError as err:
@@ -205,22 +247,70 @@ class McpServer:
     def _describe(self, spec) -> dict[str, Any]:
         described = spec.describe(self.ctx)
         risk = spec.declared_risk
-        return {"name": spec.name, "description": described["description"], "inputSchema": described["schema"],
+        tool = {"name": spec.name, "description": described["description"], "inputSchema": described["schema"],
                 "annotations": {"readOnlyHint": risk is Risk.READ_ONLY,
                                 "destructiveHint": risk not in (Risk.READ_ONLY, Risk.NETWORK),
                                 "openWorldHint": risk in (Risk.NETWORK, Risk.DELEGATE)}}
+        if self.tasks and spec.name == "agent":
+            tool["execution"] = {"taskSupport": "optional"}
+        return tool
+
+    # --- tasks (revision 2025-11-25) ------------------------------------------------------------
+
+    def _task_request(self, method: str, rid, raw) -> None:
+        if method == "tasks/list":
+            with self._lock:
+                listed = [task.describe() for task in self._tasks.values()]
+            self._send("respond", rid, {"tasks": listed})
+            return
+        if method not in ("tasks/get", "tasks/result", "tasks/cancel"):
+            self._send("respond_error", rid, jsonrpc.METHOD_NOT_FOUND, f"scv mcp does not serve {method!r}")
+            return
+        ref = jsonrpc.decode_as(raw, TaskRef, "the host's")
+        with self._lock:
+            task = self._tasks.get(ref.task_id)
+        if task is None:
+            self._send("respond_error", rid, jsonrpc.INVALID_PARAMS, f"no task {ref.task_id!r}; tasks/list lists them")
+        elif method == "tasks/get":
+            self._send("respond", rid, task.describe())
+        elif method == "tasks/cancel":
+            if task.status == "working":
+                task.call.cancel.cancel()
+                task.status, task.updated = "cancelled", _now()
+            self._send("respond", rid, task.describe())
+        else:
+            # Waits for the answer in a thread of its own: the read loop goes on meanwhile.
+            thread = threading.Thread(target=self._task_result, args=(rid, task), name=f"mcp-task-{task.id}",
+                                      daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _task_result(self, rid, task: _Task) -> None:
+        select.select([task.done.fileno(), self._stopping.fileno()], [], [])
+        if task.answer is not None:
+            meta = {"io.modelcontextprotocol/related-task": {"taskId": task.id}}
+            self._send("respond", rid, {**task.answer, "_meta": meta})
 
     # --- one call -------------------------------------------------------------------------------
 
     def _start(self, rid, params: CallParams) -> None:
         call = _Call()
-        with self._lock:
-            self._calls[rid] = call
-        thread = threading.Thread(target=self._run, args=(rid, params, call), name=f"mcp-call-{rid}", daemon=True)
+        task = None
+        if params.task is not None and self.tasks and params.name == "agent":
+            created = _now()
+            task = _Task(f"task-{next(self._task_ids)}", call, params.task.ttl, created)
+            with self._lock:
+                self._tasks[task.id] = task
+            self._send("respond", rid, {"task": task.describe()})
+        else:
+            with self._lock:
+                self._calls[rid] = call
+        thread = threading.Thread(target=self._run, args=(rid, params, call, task), name=f"mcp-call-{rid}",
+                                  daemon=True)
         self._threads.append(thread)
         thread.start()
 
-    def _run(self, rid, params: CallParams, call: _Call) -> None:
+    def _run(self, rid, params: CallParams, call: _Call, task: _Task | None = None) -> None:
         token = (params._meta or {}).get("progressToken")
         try:
             result = self._call(params, call.cancel, token)
@@ -234,8 +324,15 @@ class McpServer:
         value = result.value
         failed = not result.ok or "error" in value or (params.name == "agent" and not value.get("background")
                                                        and value.get("status") not in (None, "completed"))
-        self._send("respond", rid, {"content": [{"type": "text", "text": msgspec.json.encode(value).decode()}],
-                                    "structuredContent": value, "isError": failed})
+        answer = {"content": [{"type": "text", "text": msgspec.json.encode(value).decode()}],
+                  "structuredContent": value, "isError": failed}
+        if task is not None:
+            if task.status == "working":
+                task.status = "failed" if failed else "completed"
+            task.updated, task.answer = _now(), answer
+            task.done.cancel()
+            return
+        self._send("respond", rid, answer)
 
     def _call(self, params: CallParams, cancel: Cancellation, token) -> Result:
         runner = ToolRunner(self.supervisor, self.registry, self.ctx, approver=lambda *_: False,
@@ -305,7 +402,7 @@ class McpServer:
     def _shutdown(self) -> None:
         self._stopping.cancel()
         with self._lock:
-            calls = list(self._calls.values())
+            calls = list(self._calls.values()) + [task.call for task in self._tasks.values()]
         for call in calls:
             call.cancel.cancel()
         for thread in self._threads:
