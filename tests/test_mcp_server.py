@@ -232,3 +232,28 @@ def test_agent_as_a_task_polled_listed_and_cancelled(host, tmp_path):
     assert cancelled.status == "cancelled"
     assert {task.taskId: task.status for task in every.tasks} == {created.task.taskId: "completed",
                                                                   cancelled.taskId: "cancelled"}
+
+
+@pytest.mark.parametrize("approved", [True, False])
+def test_a_relayed_acp_permission_request_is_put_to_the_host(host, tmp_path, approved):
+    from tests.live_fakes import install_peer
+    server = install_peer(tmp_path / "user", tmp_path / "peer-log", "claude-agent-acp")
+    target = host.workspace / "made.txt"
+    asked = []
+
+    async def elicit(context, params):
+        asked.append(params.message)
+        # The call itself (delegate risk) is approved; the relayed request gets the test's answer.
+        return ElicitResult(action="accept" if len(asked) == 1 or approved else "decline")
+
+    async def body(session):
+        return await session.call_tool("agent", {"agent": "claude", "prompt": f"permission edit {target}"})
+
+    result = host(body, elicit=elicit)
+    assert len(asked) == 2 and "agent" in asked[0] and "[claude-1 acp] edit made.txt (edit)" in asked[1]
+    [answer] = server.events("permission")
+    assert result.isError is False
+    if approved:
+        assert answer["option"] == "allow" and target.read_text() == "written by the peer\n"
+    else:
+        assert answer["option"] == "reject" and not target.exists()
