@@ -91,6 +91,7 @@ COMMANDS = {
     "tools": "scv.commands.tools:tools_command",
     "exec": "scv.commands.exec:exec_command",
     "server": "scv.commands.server:server_command",
+    "mcp": "scv.commands.mcp:mcp_command",
     "agents": "scv.commands.agents:agents_command",
     "status": "scv.commands.status:status_command",
     "batch": "scv.commands.batch:batch_command",
@@ -105,6 +106,7 @@ COMMAND_HELP = {
     "tools": "List the tools with their risk (and, with --json, their JSON Schema).",
     "exec": "Run one headless turn: the model calls tools until it replies; the reply goes to stdout.",
     "server": "Serve one client over the SCV protocol until it closes stdin.",
+    "mcp": "Serve SCV's agent tools to one MCP host over stdio until it closes stdin.",
     "agents": "Delegated agents: sign them in, list the running ones, stop them, remove old transcripts.",
     "status": "Count this SCV_HOME's delegations: running, idle, orphans awaiting cleanup, orphans stopped.",
     "batch": "Run a batch of delegated agent calls: FILE has one JSON object per line with an id, a prompt and "

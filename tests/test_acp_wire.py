@@ -114,3 +114,17 @@ def test_the_fuzz_properties_hold():
     for harness in fuzz_acp_wire.HARNESSES:
         # No per-example deadline: the machine is loaded; fuzz/ runs them far longer.
         settings(max_examples=40, deadline=None, database=None)(harness)()
+
+
+def test_the_shared_connection_counts_unmatched_answers_and_errors_carry_data():
+    from scv.core.jsonrpc import Connection, Response
+    conn = Connection(first_id=1, peer="the server")
+    asked = conn.request("tools/list", {})
+    conn.forget(asked)
+    assert conn.feed(b'{"jsonrpc":"2.0","id":1,"result":{}}\n') == [] and conn.unmatched == 1
+    conn.request("x", {})
+    got = conn.feed(b'{"jsonrpc":"2.0","id":2,"error":7}\n')
+    assert isinstance(got[0], Response) and "the server answered with an error of no known shape" in got[0].error.message
+    conn.respond_error(None, -32700, "not JSON", {"line": 1})
+    assert json.loads(bytes(conn.out).splitlines()[-1])["error"] == {"code": -32700, "message": "not JSON",
+                                                                        "data": {"line": 1}}

@@ -1,88 +1,22 @@
-"""The Agent Client Protocol on the wire: newline-delimited JSON-RPC 2.0 over a pipe pair, with
-camelCase keys, as msgspec Structs with one decoder per direction.
-
-Each direction numbers its own requests: a response is matched only against the ids this side
-sent, and a request from the agent carries the agent's ids, so both sides may use id 0 at once.
-A line is at most 50 MiB; a longer one is skipped without being held. Whatever the agent sends
-that this client does not know (unknown fields, notifications, `session/update` variants, a
-message that is not JSON-RPC at all) is ignored and the connection goes on: nothing the agent
-writes can end it except closing its stdout.
-
-Incoming messages are decoded in two steps: the envelope (id, method, and the params, result and
-error as raw JSON), then the part the conversation needs, by the method or by the request the
-response answers. The envelope of a run of lines is decoded in one call.
+"""The Agent Client Protocol on the wire: newline-delimited JSON-RPC 2.0 over a pipe pair (the
+one connection in scv/core/jsonrpc.py: ids per direction, bounded lines, unknown fields and
+notifications ignored), with ACP's camelCase method Structs, one decoder per direction.
+Whatever the agent sends that this client does not know (`session/update` variants too) is
+ignored and the connection goes on.
 """
 
-from collections import deque
-from dataclasses import dataclass
 from typing import Any, Union
 
 import msgspec
 
-from scv.core.lines import LineSplitter
+from scv.core import jsonrpc
+from scv.core.jsonrpc import Incoming, Response, RpcError, WireError  # noqa: F401  (ACP's names for them)
 
 PROTOCOL_VERSION = 1
-MAX_LINE_BYTES = 50 << 20
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
+MAX_LINE_BYTES = jsonrpc.MAX_LINE_BYTES
+METHOD_NOT_FOUND = jsonrpc.METHOD_NOT_FOUND
+INVALID_PARAMS = jsonrpc.INVALID_PARAMS
 AUTH_REQUIRED = -32000
-
-_NULL = msgspec.Raw(b"null")
-
-
-class WireError(Exception):
-    """A message the conversation needed did not have the shape ACP gives it."""
-
-
-# --- agent -> client: the envelope ---------------------------------------------------------
-
-class Envelope(msgspec.Struct, gc=False):
-    id: int | str | None | msgspec.UnsetType = msgspec.UNSET
-    method: str | msgspec.UnsetType = msgspec.UNSET
-    params: msgspec.Raw = _NULL
-    result: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
-    error: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
-
-    @property
-    def is_request(self) -> bool:
-        return self.method is not msgspec.UNSET and self.id is not msgspec.UNSET and self.id is not None
-
-    @property
-    def is_notification(self) -> bool:
-        return self.method is not msgspec.UNSET and self.id is msgspec.UNSET
-
-
-@dataclass
-class Response:
-    """The answer to one of this client's requests."""
-    id: int
-    method: str                 # what was asked
-    result: msgspec.Raw | None
-    error: "RpcError | None"
-
-
-@dataclass
-class Incoming:
-    """A request or notification from the agent (params still raw)."""
-    method: str
-    params: msgspec.Raw
-    id: int | str | None = None         # None: a notification
-
-
-class RpcError(msgspec.Struct, gc=False):
-    code: int = 0
-    message: str = ""
-    data: Any = None
-
-    def text(self) -> str:
-        """The agent's own words: the message, with its details when it gives any."""
-        detail = self.data
-        if isinstance(detail, dict):
-            detail = detail.get("details") or detail.get("message") or detail.get("error")
-        if isinstance(detail, str) and detail.strip() and detail.strip() not in self.message:
-            return f"{self.message}: {detail.strip()}" if self.message else detail.strip()
-        return self.message or f"JSON-RPC error {self.code}"
-
 
 # --- agent -> client: the parts the conversation reads -------------------------------------
 
@@ -251,21 +185,12 @@ class SessionNotification(_Camel):
     session_id: Any = None
 
 
-_envelope = msgspec.json.Decoder(Envelope)
-_error = msgspec.json.Decoder(RpcError)
 _update = msgspec.json.Decoder(SessionNotification)
-_decoders: dict[type, msgspec.json.Decoder] = {}
 
 
 def decode_as(raw: msgspec.Raw | None, kind: type):
     """`raw` as `kind`; WireError (one sentence) when it has another shape."""
-    decoder = _decoders.get(kind)
-    if decoder is None:
-        decoder = _decoders[kind] = msgspec.json.Decoder(kind)
-    try:
-        return decoder.decode(raw if raw is not None else b"null")
-    except msgspec.DecodeError as err:
-        raise WireError(f"the agent's {kind.__name__} does not have ACP's shape ({err})") from None
+    return jsonrpc.decode_as(raw, kind, "the agent's")
 
 
 def decode_update(params: msgspec.Raw) -> Update | None:
@@ -340,127 +265,8 @@ class PermissionResult(msgspec.Struct):
     outcome: SelectedOutcome | CancelledOutcome
 
 
-class _OutRequest(msgspec.Struct, kw_only=True):
-    jsonrpc: str = "2.0"
-    id: int
-    method: str
-    params: Any
-
-
-class _OutNotification(msgspec.Struct, kw_only=True):
-    jsonrpc: str = "2.0"
-    method: str
-    params: Any
-
-
-class _OutResult(msgspec.Struct, kw_only=True):
-    jsonrpc: str = "2.0"
-    id: int | str
-    result: Any
-
-
-class _OutErrorBody(msgspec.Struct):
-    code: int
-    message: str
-
-
-class _OutError(msgspec.Struct, kw_only=True):
-    jsonrpc: str = "2.0"
-    id: int | str | None
-    error: _OutErrorBody
-
-
-_encoder = msgspec.json.Encoder()
-
-
-class Wire:
-    """Both directions of one ACP connection. `feed()` takes what the agent printed and returns
-    what it means; the send methods queue lines in `out` for the caller to write as the pipe
-    takes them (non-blocking, so a stalled agent never stalls SCV)."""
+class Wire(jsonrpc.Connection):
+    """Both directions of one ACP connection (the agent is the peer)."""
 
     def __init__(self, first_id: int = 0, limit: int = MAX_LINE_BYTES):
-        self._next_id = first_id
-        self.pending: dict[int, str] = {}         # this side's requests still unanswered: id -> method
-        self.out = bytearray()
-        self.ignored = 0                          # lines that were not a message this client knows
-        self._ready: deque = deque()
-        self._splitter = LineSplitter(self._on_lines, limit)
-
-    @property
-    def skipped(self) -> int:
-        """Lines over the limit, skipped."""
-        return self._splitter.skipped
-
-    # --- sending ---
-
-    def request(self, method: str, params: msgspec.Struct) -> int:
-        request_id = self._next_id
-        self._next_id += 1
-        self.pending[request_id] = method
-        self.out += _encoder.encode(_OutRequest(id=request_id, method=method, params=params)) + b"\n"
-        return request_id
-
-    def notify(self, method: str, params: msgspec.Struct) -> None:
-        self.out += _encoder.encode(_OutNotification(method=method, params=params)) + b"\n"
-
-    def respond(self, request_id: int | str, result: Any) -> None:
-        self.out += _encoder.encode(_OutResult(id=request_id, result=result)) + b"\n"
-
-    def respond_error(self, request_id: int | str | None, code: int, message: str) -> None:
-        self.out += _encoder.encode(_OutError(id=request_id, error=_OutErrorBody(code, message))) + b"\n"
-
-    # --- receiving ---
-
-    def feed(self, chunk: bytes) -> list[Response | Incoming]:
-        self._splitter.feed(chunk)
-        return self._take()
-
-    def close(self) -> list[Response | Incoming]:
-        """The agent's stdout ended: a last line without a newline still counts."""
-        self._splitter.close()
-        return self._take()
-
-    def _take(self) -> list[Response | Incoming]:
-        ready = list(self._ready)
-        self._ready.clear()
-        return ready
-
-    def _on_lines(self, run: bytes) -> None:
-        try:
-            envelopes = _envelope.decode_lines(run)
-        except msgspec.DecodeError:
-            envelopes = []
-            for line in run.split(b"\n"):
-                if not line.strip():
-                    continue
-                try:
-                    envelopes.append(_envelope.decode(line))
-                except msgspec.DecodeError:
-                    self.ignored += 1
-        for envelope in envelopes:
-            self._route(envelope)
-
-    def _route(self, envelope: Envelope) -> None:
-        if envelope.method is not msgspec.UNSET:
-            if envelope.is_notification:
-                self._ready.append(Incoming(envelope.method, envelope.params))
-            elif envelope.is_request:
-                self._ready.append(Incoming(envelope.method, envelope.params, envelope.id))
-            else:
-                self.ignored += 1               # "id": null with a method: not a request ACP sends
-            return
-        # A response: only to an id this side sent and has not seen answered.
-        method = self.pending.pop(envelope.id, None) if isinstance(envelope.id, int) else None
-        if method is None:
-            self.ignored += 1
-            return
-        error = None
-        if envelope.error is not msgspec.UNSET:
-            try:
-                error = _error.decode(envelope.error)
-            except msgspec.DecodeError:
-                error = RpcError(0, "the agent answered with an error of no known shape")
-        result = None if envelope.result is msgspec.UNSET else envelope.result
-        if error is None and result is None:
-            error = RpcError(0, "the agent answered with neither a result nor an error")
-        self._ready.append(Response(envelope.id, method, result, error))
+        super().__init__(first_id, limit, peer="the agent")

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from scv.core.lines import LineSplitter
+from scv.core.jsonrpc import Connection, Response, WireError, decode_as
 from scv.core.messages import AgentPrivate, AgentResult
 from workers.agents import verdict
 from workers.agents.capture import bound
@@ -41,7 +41,8 @@ NO_PROVIDER = re.compile(r"no model provider is configured|there is no \[provide
 
 
 class Message(msgspec.Struct, gc=False):
-    """Any server message: a response has `id` and `result` or `error`; a notification `method`."""
+    """A server message as this client reads it: a response has `id` and `result` or `error`
+    (`message` and `code`); a notification `method` and its params."""
     id: int | str | None = None
     method: str | None = None
     params: dict[str, Any] | None = None
@@ -49,17 +50,14 @@ class Message(msgspec.Struct, gc=False):
     error: dict[str, Any] | None = None
 
 
-_decoder = msgspec.json.Decoder(Message)
-_encoder = msgspec.json.Encoder()
+_PARAMS = dict[str, Any] | None       # a notification without params reads as {}
 
 
 class NestedScv(LiveConversation):
     def __init__(self, args: dict[str, Any], ctx: WorkerContext):
         super().__init__(args, ctx)
-        self.out = bytearray()
-        self._splitter = LineSplitter(self._lines, MAX_LINE_BYTES)
-        self._inbox: list[Message] = []
-        self._next_id = 1
+        self.wire = Connection(first_id=1, limit=MAX_LINE_BYTES, peer="the nested scv")
+        self.out = self.wire.out
         self._answers: dict[int, Message] = {}
         self.session: str | None = None
         self.jobs = JobLedger()
@@ -73,37 +71,40 @@ class NestedScv(LiveConversation):
     # --- the wire ------------------------------------------------------------------------------
 
     def _send(self, method: str, params: dict[str, Any]) -> int:
-        request_id = self._next_id
-        self._next_id += 1
-        self.out += _encoder.encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}) + b"\n"
+        request_id = self.wire.request(method, params)
         self.proc.flush(self.out)
         return request_id
 
-    def _lines(self, run: bytes) -> None:
-        for line in run.split(b"\n"):
-            if not line.strip():
+    def _read(self, chunks: list[bytes], closing: bool) -> None:
+        arrived = []
+        for chunk in chunks:
+            arrived += self.wire.feed(chunk)
+        if closing:
+            arrived += self.wire.close()
+        for message in arrived:
+            if isinstance(message, Response):
+                answer = self._answer(message)
+                self._answers[message.id] = answer
+                if message.id == self._starting and isinstance(answer.result, dict):
+                    # Our turn exists from here on: its notifications follow in this same read.
+                    self._turn_id = str(answer.result.get("turn_id"))
                 continue
             try:
-                self._inbox.append(_decoder.decode(line))
-            except msgspec.DecodeError:
-                continue        # not a message of this protocol: ignored
-
-    def _read(self, chunks: list[bytes], closing: bool) -> None:
-        for chunk in chunks:
-            self._splitter.feed(chunk)
-        if closing:
-            self._splitter.close()
-        inbox, self._inbox = self._inbox, []
-        for message in inbox:
-            if message.method is None:
-                if isinstance(message.id, int):
-                    self._answers[message.id] = message
-                    if message.id == self._starting and isinstance(message.result, dict):
-                        # Our turn exists from here on: its notifications follow in this same read.
-                        self._turn_id = str(message.result.get("turn_id"))
-            else:
-                self._event(message.method, message.params or {})
+                params = decode_as(message.params, _PARAMS) or {}
+            except WireError:
+                continue        # not an event of this protocol: ignored
+            self._event(message.method, params)
         self.proc.flush(self.out)
+
+    @staticmethod
+    def _answer(response: Response) -> Message:
+        if response.error is not None:
+            return Message(id=response.id, error={"code": response.error.code, "message": response.error.text()})
+        try:
+            result = decode_as(response.result, Any)
+        except WireError:
+            result = None
+        return Message(id=response.id, result=result)
 
     # --- the conversation's start --------------------------------------------------------------
 

@@ -1,0 +1,234 @@
+"""One JSON-RPC 2.0 connection over newline-delimited lines: what the ACP client, the nested SCV
+client and the MCP code on both sides speak, each with its own method Structs on top.
+
+Each direction numbers its own requests: a response is matched only against the ids this side
+sent and has not seen answered, and a request from the peer carries the peer's ids, so both sides
+may use id 0 at once. A line is at most `limit` bytes; a longer one is skipped without being held.
+Whatever the peer sends that this side does not know (unknown fields, notifications, a message that
+is not JSON-RPC at all, a response to no request in flight) is ignored and counted, and the
+connection goes on: nothing the peer writes can end it except closing its end.
+
+Incoming messages are decoded in two steps: the envelope (id, method, and the params, result and
+error as raw JSON), then the part the caller needs, by the method or by the request the response
+answers (`decode_as`). The envelopes of a run of lines are decoded in one call. Sending only
+queues bytes in `out`, for the caller to write as the pipe takes them, so a stalled peer never
+stalls this side.
+"""
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from scv.core.lines import LineSplitter
+
+MAX_LINE_BYTES = 50 << 20
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+_NULL = msgspec.Raw(b"null")
+
+
+class WireError(Exception):
+    """A message the caller needed did not have the shape its protocol gives it."""
+
+
+class Envelope(msgspec.Struct, gc=False):
+    id: int | str | None | msgspec.UnsetType = msgspec.UNSET
+    method: str | msgspec.UnsetType = msgspec.UNSET
+    params: msgspec.Raw = _NULL
+    result: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    error: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+    @property
+    def is_request(self) -> bool:
+        return self.method is not msgspec.UNSET and self.id is not msgspec.UNSET and self.id is not None
+
+    @property
+    def is_notification(self) -> bool:
+        return self.method is not msgspec.UNSET and self.id is msgspec.UNSET
+
+
+class RpcError(msgspec.Struct, gc=False):
+    code: int = 0
+    message: str = ""
+    data: Any = None
+
+    def text(self) -> str:
+        """The peer's own words: the message, with its details when it gives any."""
+        detail = self.data
+        if isinstance(detail, dict):
+            detail = detail.get("details") or detail.get("message") or detail.get("error")
+        if isinstance(detail, str) and detail.strip() and detail.strip() not in self.message:
+            return f"{self.message}: {detail.strip()}" if self.message else detail.strip()
+        return self.message or f"JSON-RPC error {self.code}"
+
+
+@dataclass
+class Response:
+    """The answer to one of this side's requests."""
+    id: int
+    method: str                 # what was asked
+    result: msgspec.Raw | None
+    error: RpcError | None
+
+
+@dataclass
+class Incoming:
+    """A request or notification from the peer (params still raw)."""
+    method: str
+    params: msgspec.Raw
+    id: int | str | None = None         # None: a notification
+
+
+class _OutRequest(msgspec.Struct, kw_only=True):
+    jsonrpc: str = "2.0"
+    id: int
+    method: str
+    params: Any
+
+
+class _OutNotification(msgspec.Struct, kw_only=True):
+    jsonrpc: str = "2.0"
+    method: str
+    params: Any
+
+
+class _OutResult(msgspec.Struct, kw_only=True):
+    jsonrpc: str = "2.0"
+    id: int | str
+    result: Any
+
+
+class _OutErrorBody(msgspec.Struct, omit_defaults=True):
+    code: int
+    message: str
+    data: Any = None
+
+
+class _OutError(msgspec.Struct, kw_only=True):
+    jsonrpc: str = "2.0"
+    id: int | str | None
+    error: _OutErrorBody
+
+
+_envelope = msgspec.json.Decoder(Envelope)
+_error = msgspec.json.Decoder(RpcError)
+_encoder = msgspec.json.Encoder()
+_decoders: dict[Any, msgspec.json.Decoder] = {}
+
+
+def decode_as(raw: msgspec.Raw | bytes | None, kind: Any, what: str = "the peer's message"):
+    """`raw` as `kind` (a Struct, or a type such as `dict[str, Any]`); WireError (one sentence)
+    when it has another shape."""
+    decoder = _decoders.get(kind)
+    if decoder is None:
+        decoder = _decoders[kind] = msgspec.json.Decoder(kind)
+    try:
+        return decoder.decode(raw if raw is not None else b"null")
+    except msgspec.DecodeError as err:
+        name = getattr(kind, "__name__", str(kind))
+        raise WireError(f"{what} {name} does not have the expected shape ({err})") from None
+
+
+class Connection:
+    """Both directions of one JSON-RPC line connection. `feed()` takes what the peer wrote and
+    returns what it means, in order; the send methods queue lines in `out`."""
+
+    def __init__(self, first_id: int = 0, limit: int = MAX_LINE_BYTES, peer: str = "the peer"):
+        self._next_id = first_id
+        self.peer = peer
+        self.pending: dict[int, str] = {}         # this side's requests still unanswered: id -> method
+        self.out = bytearray()
+        self.ignored = 0                          # lines that were not a message this side knows
+        self.unmatched = 0                        # responses to no request in flight (counted in ignored too)
+        self._ready: deque = deque()
+        self._splitter = LineSplitter(self._on_lines, limit)
+
+    @property
+    def skipped(self) -> int:
+        """Lines over the limit, skipped."""
+        return self._splitter.skipped
+
+    # --- sending ---
+
+    def request(self, method: str, params: Any) -> int:
+        request_id = self._next_id
+        self._next_id += 1
+        self.pending[request_id] = method
+        self.out += _encoder.encode(_OutRequest(id=request_id, method=method, params=params)) + b"\n"
+        return request_id
+
+    def notify(self, method: str, params: Any) -> None:
+        self.out += _encoder.encode(_OutNotification(method=method, params=params)) + b"\n"
+
+    def respond(self, request_id: int | str, result: Any) -> None:
+        self.out += _encoder.encode(_OutResult(id=request_id, result=result)) + b"\n"
+
+    def respond_error(self, request_id: int | str | None, code: int, message: str, data: Any = None) -> None:
+        self.out += _encoder.encode(_OutError(id=request_id, error=_OutErrorBody(code, message, data))) + b"\n"
+
+    def forget(self, request_id: int) -> None:
+        """A request this side gave up on: its late answer is ignored like any unmatched one."""
+        self.pending.pop(request_id, None)
+
+    # --- receiving ---
+
+    def feed(self, chunk: bytes) -> list[Response | Incoming]:
+        self._splitter.feed(chunk)
+        return self._take()
+
+    def close(self) -> list[Response | Incoming]:
+        """The peer's end closed: a last line without a newline still counts."""
+        self._splitter.close()
+        return self._take()
+
+    def _take(self) -> list[Response | Incoming]:
+        ready = list(self._ready)
+        self._ready.clear()
+        return ready
+
+    def _on_lines(self, run: bytes) -> None:
+        try:
+            envelopes = _envelope.decode_lines(run)
+        except msgspec.DecodeError:
+            envelopes = []
+            for line in run.split(b"\n"):
+                if not line.strip():
+                    continue
+                try:
+                    envelopes.append(_envelope.decode(line))
+                except msgspec.DecodeError:
+                    self.ignored += 1
+        for envelope in envelopes:
+            self._route(envelope)
+
+    def _route(self, envelope: Envelope) -> None:
+        if envelope.method is not msgspec.UNSET:
+            if envelope.is_notification:
+                self._ready.append(Incoming(envelope.method, envelope.params))
+            elif envelope.is_request:
+                self._ready.append(Incoming(envelope.method, envelope.params, envelope.id))
+            else:
+                self.ignored += 1               # "id": null with a method: not a request
+            return
+        # A response: only to an id this side sent and has not seen answered.
+        method = self.pending.pop(envelope.id, None) if isinstance(envelope.id, int) else None
+        if method is None:
+            self.ignored += 1
+            self.unmatched += 1
+            return
+        error = None
+        if envelope.error is not msgspec.UNSET:
+            try:
+                error = _error.decode(envelope.error)
+            except msgspec.DecodeError:
+                error = RpcError(0, f"{self.peer} answered with an error of no known shape")
+        result = None if envelope.result is msgspec.UNSET else envelope.result
+        if error is None and result is None:
+            error = RpcError(0, f"{self.peer} answered with neither a result nor an error")
+        self._ready.append(Response(envelope.id, method, result, error))
