@@ -15,7 +15,6 @@ import datetime
 import itertools
 import os
 import select
-import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
