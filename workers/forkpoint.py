@@ -119,13 +119,30 @@ def _run_spare(sock: socket.socket, close_in_child: list) -> None:
     os._exit(code)
 
 
-def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True) -> None:
+def _supervisor_gone(sock: socket.socket) -> bool:
+    """The supervisor closed its end (a message waiting, or none, is not that)."""
+    try:
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True, gate: int | None = None) -> None:
     """The fork point's loop; returns when the supervisor has gone and the workers are stopped.
     Without `refill_spare` one spare waits for the first call, and a later call forks its
-    worker when it comes."""
+    worker when it comes. With a `gate` (a pipe's read end) nothing is preloaded before the
+    supervisor closes the other end (Supervisor.release)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.setpgid(0, 0)
+    if gate is not None:
+        while os.read(gate, 1):     # EOF: released, or the supervisor's process is gone
+            pass
+        os.close(gate)
     for name in preload:
+        if _supervisor_gone(sock):
+            return      # a short command that ended before the preload did: nothing will be asked
         importlib.import_module(name)
     gc.freeze()       # keep the preloaded heap shared with the workers instead of copied
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)

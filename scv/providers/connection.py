@@ -10,7 +10,7 @@ import http.client
 import json
 import os
 import socket
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlsplit
 
 
@@ -57,16 +57,20 @@ class Connection:
             conn.set_tunnel(self.host, self.port)
         return conn
 
-    def post(self, body: dict[str, Any], headers: dict[str, str]) -> http.client.HTTPResponse:
+    def post(self, body: dict[str, Any], headers: dict[str, str],
+             sent: Callable[[], None] | None = None) -> http.client.HTTPResponse:
+        """The response, its body not yet read; `sent` is called once the request is written."""
         data = json.dumps(body).encode()
-        sent = {**headers, "Content-Type": "application/json", "Content-Length": str(len(data))}
+        fields = {**headers, "Content-Type": "application/json", "Content-Length": str(len(data))}
         for fresh in (False, True):
             reused = self._conn is not None and not fresh
             if self._conn is None or fresh:
                 self.close()
                 self._conn = self._open()
             try:
-                self._conn.request("POST", self.path, body=data, headers=sent)
+                self._conn.request("POST", self.path, body=data, headers=fields)
+                if sent is not None:
+                    sent()
                 if self._conn.sock is not None:
                     self._conn.sock.settimeout(self.read_timeout)
                 return self._conn.getresponse()

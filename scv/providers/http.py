@@ -9,7 +9,7 @@ import select
 import socket
 import threading
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from scv.core.cancellation import Cancellation
 from scv.providers.base import Provider, ProviderError, TurnCancelled
@@ -71,6 +71,12 @@ class StreamingClient:
         self.timeout = timeout
         self.policy = policy
         self.http = Connection(url, min(30.0, timeout), timeout)
+        self.on_sent: Callable[[], None] | None = None      # called once, when the first request is written
+
+    def _sent(self) -> None:
+        callback, self.on_sent = self.on_sent, None
+        if callback is not None:
+            callback()
 
     def post(self, body: dict[str, Any], cancel: Cancellation) -> http.client.HTTPResponse:
         """The response of a successful request, its body not yet read."""
@@ -80,7 +86,7 @@ class StreamingClient:
             if cancel.cancelled:
                 raise TurnCancelled("the turn was cancelled")
             try:
-                response = self.http.post(body, self.headers)
+                response = self.http.post(body, self.headers, sent=self._sent)
             except Timeout:
                 problem, retry_after = f"did not answer within {self.timeout:g} s", None
             except RequestFailed as exc:
@@ -200,3 +206,6 @@ class EndpointProvider(Provider):
         self.name = name
         self.model = model
         self.client = client
+
+    def when_sent(self, callback: Callable[[], None]) -> None:
+        self.client.on_sent = callback
