@@ -17,7 +17,6 @@ from scv.providers.base import (AssistantMessage, ModelReply, ModelRequest, Prov
                                 ToolCall, ToolOutput, Usage, UserMessage)
 from scv.providers.http import EndpointProvider, StreamingClient
 
-API_VERSION = "2023-06-01"
 MESSAGES_PATH = "/v1/messages"
 
 

@@ -6,16 +6,16 @@ from pathlib import Path
 from scv import __version__
 from scv.config.load import Config, ProviderProfile
 from scv.core.errors import ConfigError
-from scv.providers.anthropic import API_VERSION, AnthropicProvider, messages_url
 from scv.providers.base import Provider
 from scv.providers.http import StreamingClient
-from scv.providers.openai_chat import ChatProvider
-from scv.providers.openai_responses import ResponsesProvider
-from scv.providers.script import ScriptProvider
+
+# Each wire API is imported when its profile is chosen: `scv exec` imports only the one it speaks.
+ANTHROPIC_VERSION = "2023-06-01"
 
 
 def build_provider(config: Config, *, script: Path | None = None, model: str | None = None) -> Provider:
     if script is not None:
+        from scv.providers.script import ScriptProvider
         return ScriptProvider(script)
     name = config.provider.active
     if not name:
@@ -36,18 +36,21 @@ def build_provider(config: Config, *, script: Path | None = None, model: str | N
                                        else " ending in /v1"))
     headers = {"User-Agent": f"scv/{__version__}", "Accept": "text/event-stream"}
     if profile.kind == "anthropic":
-        headers["anthropic-version"] = API_VERSION
+        headers["anthropic-version"] = ANTHROPIC_VERSION
     headers.update(profile.headers)
     key = _key(name, profile)
     if key is not None:
         # Anthropic reads its own header and no bearer token.
         headers.update({"x-api-key": key} if profile.kind == "anthropic" else {"Authorization": f"Bearer {key}"})
     if profile.kind == "anthropic":
+        from scv.providers.anthropic import AnthropicProvider, messages_url
         client = StreamingClient(name, chosen, messages_url(base), headers, profile.timeout)
         return AnthropicProvider(name, chosen, client, profile.max_tokens)
     if profile.wire_api == "chat":
+        from scv.providers.openai_chat import ChatProvider
         client = StreamingClient(name, chosen, f"{base}/chat/completions", headers, profile.timeout)
         return ChatProvider(name, chosen, client)
+    from scv.providers.openai_responses import ResponsesProvider
     client = StreamingClient(name, chosen, f"{base}/responses", headers, profile.timeout)
     return ResponsesProvider(name, chosen, client)
 
