@@ -143,3 +143,28 @@ def test_anthropic_profile_defaults_to_the_public_endpoint(monkeypatch):
     provider = build_provider(config)
     assert provider.client.url == "https://api.anthropic.com/v1/messages"
     assert provider.client.headers["x-api-key"] == "k" and "Authorization" not in provider.client.headers
+
+
+def test_a_plain_http_proxy_from_the_environment_gets_the_absolute_url(monkeypatch):
+    from scv.providers.connection import Connection
+    from tests.loopback_http import serve_posts
+    seen = []
+
+    def answer(h):
+        seen.append((h.path, json.loads(h.rfile.read(int(h.headers["Content-Length"])))))
+        h.send_response(200)
+        h.send_header("Content-Length", "2")
+        h.end_headers()
+        h.wfile.write(b"ok")
+
+    proxy, _ = serve_posts(answer)
+    try:
+        monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.server_address[1]}")
+        monkeypatch.delenv("no_proxy", raising=False)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        response = Connection("http://model.invalid:8080/v1/responses", 10, 10).post({"a": 1}, {})
+        assert response.status == 200 and response.read() == b"ok"
+        assert seen == [("http://model.invalid:8080/v1/responses", {"a": 1})]
+    finally:
+        proxy.shutdown()
+        proxy.server_close()

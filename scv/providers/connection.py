@@ -6,6 +6,7 @@ more. A proxy from the environment (https_proxy, http_proxy, no_proxy) is honour
 did; the rarely set variables are only read by urllib when one of them is present.
 """
 
+import functools
 import http.client
 import json
 import os
@@ -31,6 +32,20 @@ def _proxy_for(scheme: str, host: str) -> str | None:
     return urllib.request.getproxies_environment().get(scheme)
 
 
+@functools.cache
+def _tls_context():
+    """The system's roots, and certifi's bundle where it is installed (it comes with requests):
+    the roots the provider requests trusted before, so no endpoint that worked stops working."""
+    import ssl
+    context = ssl.create_default_context()
+    try:
+        import certifi
+    except ImportError:
+        return context
+    context.load_verify_locations(certifi.where())
+    return context
+
+
 class Connection:
     """POSTs JSON to one URL and hands back the streamed response; a connection the server
     closed between two requests is opened again once, without counting as a failure."""
@@ -43,18 +58,24 @@ class Connection:
         self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
+        self.url = url
         self._conn: http.client.HTTPConnection | None = None
+        self._target = self.path      # what the request line names: the absolute URL through an http proxy
 
     def _open(self) -> http.client.HTTPConnection:
         proxy = _proxy_for(self.scheme, self.host)
         target = urlsplit(proxy) if proxy else None
         host, port = (target.hostname or "", target.port or 80) if target else (self.host, self.port)
         if self.scheme == "https":
-            conn: http.client.HTTPConnection = http.client.HTTPSConnection(host, port, timeout=self.connect_timeout)
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(host, port, timeout=self.connect_timeout,
+                                                                           context=_tls_context())
         else:
             conn = http.client.HTTPConnection(host, port, timeout=self.connect_timeout)
-        if target is not None:
-            conn.set_tunnel(self.host, self.port)
+        self._target = self.path
+        if target is not None and self.scheme == "https":
+            conn.set_tunnel(self.host, self.port)       # CONNECT, then TLS to the endpoint itself
+        elif target is not None:
+            self._target = self.url                     # a plain-HTTP proxy forwards the absolute URL
         return conn
 
     def post(self, body: dict[str, Any], headers: dict[str, str],
@@ -68,7 +89,7 @@ class Connection:
                 self.close()
                 self._conn = self._open()
             try:
-                self._conn.request("POST", self.path, body=data, headers=fields)
+                self._conn.request("POST", self._target, body=data, headers=fields)
                 if sent is not None:
                     sent()
                 if self._conn.sock is not None:
