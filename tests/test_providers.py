@@ -135,7 +135,7 @@ def test_anthropic_history_alternates_and_marks_failed_results():
 
 
 def test_anthropic_profile_defaults_to_the_public_endpoint(monkeypatch):
-    from scv.config import Config, ProviderProfile, ProviderSelect
+    from scv.config.load import Config, ProviderProfile, ProviderSelect
     from scv.providers.factory import build_provider
     monkeypatch.setenv("ANT_KEY", "k")
     config = Config(provider=ProviderSelect(active="a"),

@@ -12,7 +12,7 @@ without `message_stop` was dropped.
 import json
 from typing import Any
 
-from scv.cancellation import Cancellation
+from scv.core.cancellation import Cancellation
 from scv.providers.base import (AssistantMessage, ModelReply, ModelRequest, ProviderError, TextSink,
                                 ToolCall, ToolOutput, Usage, UserMessage)
 from scv.providers.http import EndpointProvider, StreamingClient
