@@ -55,7 +55,7 @@ def test_import_scv_copies_the_active_provider_with_its_key_and_keeps_other_tabl
     written = tomllib.loads(path.read_text())
     assert written["provider"] == {"active": "scv"}
     assert written["providers"]["scv"] == {"kind": "openai", "wire_api": "chat", "model": "relay-model",
-                                           "base_url": "https://relay.example/v1", "timeout": 90.5,
+                                           "base_url": "https://relay.example/v1", "max_tokens": 8192, "timeout": 90.5,
                                            "headers": {"X-Team": "core", "X-Quote": 'a"b'}, "api_key": KEY}
     assert written["web"] == {"search": "provider"}
     assert written["tools"] == {"command_timeout_seconds": 77}        # kept from the file

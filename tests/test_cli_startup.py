@@ -1,6 +1,7 @@
 """What a short command imports: `scv tool read` loads the read tool and nothing of the agent,
-web or job code; `scv --help` lists the commands without importing them. Checked in a fresh
-interpreter that runs the real command, then reports its sys.modules."""
+web or job code; `scv --help` lists the commands without importing them; `scv exec` sends its
+first model request before the heavy libraries and the deferred start-up work are imported.
+Checked in a fresh interpreter that runs the real command, then reports its sys.modules."""
 
 import json
 import subprocess
@@ -10,6 +11,7 @@ import click
 
 from scv.cli import COMMAND_HELP, COMMANDS, ScvGroup
 from tests.conftest import scv_env
+from tests.fake_openai import FakeOpenAI, Reply
 
 # Runs the CLI's real entry in this fresh process (click's `main`, as `python -m scv` does, but
 # without the quick exit, so the modules can be reported afterwards).
@@ -32,6 +34,46 @@ def modules_after(tmp_path, *args: str, cwd) -> tuple[int, list[str], str]:
     assert report.exists(), proc.stderr
     found = json.loads(report.read_text())
     return found["code"], found["modules"], proc.stdout
+
+
+# The same, but the modules are reported when the process first connects to the model server
+# (an audit hook on socket.connect to its port), i.e. when the first model request goes out.
+REPORT_AT_FIRST_REQUEST = """
+import json, sys
+port, report, seen = int(sys.argv[1]), sys.argv[2], []
+def on_event(event, args):
+    if event == "socket.connect" and isinstance(args[1], tuple) and args[1][1:2] == (port,) and not seen:
+        seen.append(sorted(sys.modules))
+        with open(report, "w") as fh:
+            json.dump(seen[0], fh)
+sys.addaudithook(on_event)
+from scv.cli import main
+main.main(sys.argv[3:], prog_name="scv")
+"""
+
+
+def test_exec_sends_the_first_request_before_the_heavy_imports(tmp_path, workspace, scv_home):
+    fake = FakeOpenAI()
+    try:
+        (scv_home / "config.toml").write_text(fake.config("responses"))
+        (workspace / "notes.txt").write_text("forty-two\n")
+        fake.enqueue(Reply(calls=[("c1", "read", '{"path": "notes.txt"}')]), Reply(text="it says forty-two"))
+        report = tmp_path / "modules.json"
+        proc = subprocess.run([sys.executable, "-c", REPORT_AT_FIRST_REQUEST, str(fake.server.server_address[1]),
+                               str(report), "exec", "what do the notes say?"], cwd=workspace,
+                              env=scv_env(SCV_HOME=str(scv_home), FAKE_OPENAI_KEY="sk-test"), capture_output=True,
+                              text=True, timeout=120, stdin=subprocess.DEVNULL)
+    finally:
+        fake.close()
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "it says forty-two\n"      # the tool call ran after the deferred start
+    modules = json.loads(report.read_text())
+    assert "scv.providers.openai_responses" in modules and "scv.tools.bash" in modules    # the request was built
+    heavy = [name for name in modules
+             if name.split(".")[0] in ("requests", "urllib3", "chardet", "charset_normalizer", "lxml", "readability",
+                                       "ctypes", "workers")
+             or name.startswith(("scv.delegations", "scv.tools.web_executor"))]
+    assert heavy == []
 
 
 def test_tool_read_imports_no_agent_web_or_job_code(tmp_path, workspace):

@@ -119,3 +119,52 @@ def test_script_ids_must_be_unique(tmp_path):
     path.write_text(json.dumps({"calls": [call, call]}) + "\n{\"text\": \"end\"}\n")
     with pytest.raises(UsageError, match="used twice"):
         ScriptProvider(path)
+
+
+def test_anthropic_history_alternates_and_marks_failed_results():
+    from scv.providers import anthropic
+    calls = (ToolCall("t1", "read", '{"path": "a"}'), ToolCall("t2", "bash", "not json"))
+    history = (UserMessage("go"), AssistantMessage("", calls), ToolOutput("t1", '{"ok": true}'),
+               ToolOutput("t2", '{"ok": false, "error": "x"}'), UserMessage("and then?"))
+    body = anthropic.request_body(ModelRequest(system_prompt="sys", history=history, tools=()), "m", 99)
+    assert body["system"] == "sys" and body["max_tokens"] == 99 and "tools" not in body
+    user, assistant, results = body["messages"]
+    assert [b["input"] for b in assistant["content"]] == [{"path": "a"}, {"unparsed_arguments": "not json"}]
+    assert [b.get("is_error", False) for b in results["content"][:2]] == [False, True]
+    assert results["content"][2] == {"type": "text", "text": "and then?"}
+
+
+def test_anthropic_profile_defaults_to_the_public_endpoint(monkeypatch):
+    from scv.config.load import Config, ProviderProfile, ProviderSelect
+    from scv.providers.factory import build_provider
+    monkeypatch.setenv("ANT_KEY", "k")
+    config = Config(provider=ProviderSelect(active="a"),
+                    providers={"a": ProviderProfile(kind="anthropic", model="m", api_key_env="ANT_KEY")})
+    provider = build_provider(config)
+    assert provider.client.url == "https://api.anthropic.com/v1/messages"
+    assert provider.client.headers["x-api-key"] == "k" and "Authorization" not in provider.client.headers
+
+
+def test_a_plain_http_proxy_from_the_environment_gets_the_absolute_url(monkeypatch):
+    from scv.providers.connection import Connection
+    from tests.loopback_http import serve_posts
+    seen = []
+
+    def answer(h):
+        seen.append((h.path, json.loads(h.rfile.read(int(h.headers["Content-Length"])))))
+        h.send_response(200)
+        h.send_header("Content-Length", "2")
+        h.end_headers()
+        h.wfile.write(b"ok")
+
+    proxy, _ = serve_posts(answer)
+    try:
+        monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.server_address[1]}")
+        monkeypatch.delenv("no_proxy", raising=False)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        response = Connection("http://model.invalid:8080/v1/responses", 10, 10).post({"a": 1}, {})
+        assert response.status == 200 and response.read() == b"ok"
+        assert seen == [("http://model.invalid:8080/v1/responses", {"a": 1})]
+    finally:
+        proxy.shutdown()
+        proxy.server_close()

@@ -1,6 +1,8 @@
 """The supervisor through real workers: results, crash isolation, cancellation and descriptors."""
 
 import os
+import socket
+import time
 
 import pytest
 
@@ -222,3 +224,33 @@ def test_spares_killed_while_they_wait_never_cost_a_call(reaped_first):
                      and len(REAL.children(sup.fork_point_pid)) >= 2)
         result = run(sup, "tests.crashy:echo", {"n": 1})
         assert result.ok and result.value == {"echo": {"n": 1}}, result.value
+
+
+def test_a_call_is_served_while_a_released_fork_point_still_preloads(tmp_path, monkeypatch):
+    """The fork point preloads tests.preload_first, then tests.preload_blocker (which waits for
+    `until`); the call's request is queued while the first is still loading, so it must be
+    served before the second: a fork point that preloaded everything first would never run it."""
+    started, go, until = tmp_path / "started", tmp_path / "go", tmp_path / "until"
+    for name, path in (("STARTED", started), ("GO", go), ("UNTIL", until)):
+        monkeypatch.setenv(f"SCV_TEST_PRELOAD_{name}", str(path))
+    sup = Supervisor(preload=["tests.preload_first", "tests.preload_blocker"], gated=True)
+    sent = socket.send_fds
+
+    def send_then_go(*args, **kwargs):
+        done = sent(*args, **kwargs)
+        go.touch()      # the spawn request is in the fork point's queue: let the first preload end
+        return done
+
+    monkeypatch.setattr(socket, "send_fds", send_then_go)
+    try:
+        sup.release()
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert started.exists()
+        result = run(sup, "tests.crashy:echo", {"n": 1}, timeout=30.0)
+        assert result.ok and result.value == {"echo": {"n": 1}}
+        assert not until.exists()
+    finally:
+        until.touch()
+        sup.close()

@@ -124,15 +124,24 @@ def _run_spare(sock: socket.socket, close_in_child: list) -> None:
     os._exit(code)
 
 
-def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True) -> None:
+def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True, gate: int | None = None) -> None:
     """The fork point's loop; returns when the supervisor has gone and the workers are stopped.
     Without `refill_spare` one spare waits for the first call, and a later call forks its
-    worker when it comes."""
+    worker when it comes. With a `gate` (a pipe's read end) nothing is preloaded before the
+    supervisor closes the other end (Supervisor.release), and then one module at a time while
+    no message waits: a call that comes meanwhile is served at once by a spare without the
+    preload (its worker imports what it needs), and the spares are forked again once it is done."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.setpgid(0, 0)
-    for name in preload:
-        importlib.import_module(name)
-    gc.freeze()       # keep the preloaded heap shared with the workers instead of copied
+    pending = collections.deque(preload)
+    if gate is None:
+        while pending:
+            importlib.import_module(pending.popleft())
+        gc.freeze()       # keep the preloaded heap shared with the workers instead of copied
+    else:
+        while os.read(gate, 1):     # EOF: released, or the supervisor's process is gone
+            pass
+        os.close(gate)
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
@@ -199,9 +208,24 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True) ->
             return current.pid
         return "no worker could take the call"
 
+    def preload_next() -> None:
+        importlib.import_module(pending.popleft())
+        if not pending:
+            gc.freeze()
+            # The spares forked before the preload ended lack it: fresh ones take their place
+            # (the old ones exit on their socket's EOF and are reaped).
+            for spare in spares:
+                spare.sock.close()
+            spares.clear()
+            fill()
+
     fill()
     while True:
-        for key, _ in sel.select(REAP_AT_LEAST_EVERY):
+        ready = sel.select(0 if pending else REAP_AT_LEAST_EVERY)
+        if not ready and pending:
+            preload_next()
+            continue
+        for key, _ in ready:
             if key.fd == wake_r:
                 try:
                     os.read(wake_r, 4096)

@@ -46,13 +46,13 @@ class ActiveProvider:
     @property
     def digest(self) -> str:
         copied = {"kind": self.profile.kind, "wire_api": self.profile.wire_api, "model": self.profile.model,
-                  "base_url": self.profile.base_url, "timeout": self.profile.timeout,
+                  "base_url": self.profile.endpoint, "timeout": self.profile.timeout,
                   "headers": self.profile.headers, "key": self.key, "hosted_search": self.hosted_search}
         return hashlib.sha256(json.dumps(copied, sort_keys=True).encode()).hexdigest()
 
     @property
     def host(self) -> str:
-        return urlsplit(self.profile.base_url).hostname or self.profile.base_url
+        return urlsplit(self.profile.endpoint).hostname or self.profile.endpoint
 
 
 def active_provider(scv_home: Path, environ: dict[str, str], needs_key_for: str) -> ActiveProvider:
@@ -98,7 +98,7 @@ def render(provider: ActiveProvider) -> str:
              "# that provider.", "[provider]", f"active = {_toml_string(PROVIDER)}", "",
              f"[providers.{PROVIDER}]", f"kind = {_toml_string(profile.kind)}",
              f"wire_api = {_toml_string(profile.wire_api)}", f"model = {_toml_string(profile.model or '')}",
-             f"base_url = {_toml_string(profile.base_url)}", f"timeout = {float(profile.timeout)!r}",
+             f"base_url = {_toml_string(profile.endpoint)}", f"max_tokens = {profile.max_tokens}", f"timeout = {float(profile.timeout)!r}",
              f"headers = {{ {headers} }}" if headers else "headers = {}",
              f"api_key = {_toml_string(provider.key)}"]
     if provider.hosted_search:

@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import click
 import msgspec
@@ -24,7 +24,6 @@ from scv.core.errors import (EXIT_FAILED, EXIT_OK, EXIT_SCHEMA_INVALID, EXIT_TIM
 from scv.core.risk import Risk
 from scv.core.signals import on_stop_signals
 from scv.core.stopping import SETTLE_SECONDS
-from scv.delegations.startup import start_tracking
 from scv.providers.factory import build_provider
 from scv.session.context import load_context
 from scv.session.session import Session
@@ -146,8 +145,11 @@ def exec_command(prompt: str | None, script: Path | None, as_json: bool, timeout
     except ScvError as err:
         out.error(err)
         sys.exit(EXIT_USAGE if err.exit_code == 2 else err.exit_code)
-    supervisor = Supervisor(preload=executor_modules())     # before any thread
-    start_tracking(supervisor)
+    # Before any thread. The fork point's preload and the delegation bookkeeping wait until the
+    # first model request is on its way: the start-up up to that request has the machine to itself.
+    supervisor = Supervisor(preload=executor_modules(), gated=True)
+    sent = Cancellation()       # readable once the first request is written (at once for a script)
+    provider.when_sent(sent.cancel)
     try:
         instruction = None
         if schema is not None:
@@ -155,7 +157,7 @@ def exec_command(prompt: str | None, script: Path | None, as_json: bool, timeout
             instruction = schema_instruction(schema)
         session = Session(supervisor, ctx, provider, emit=out.emit, asker=_asker(prompt_from_stdin),
                           auto_approve=auto_approve, output_instruction=instruction)
-        code = _run(session, prompt, timeout, schema)
+        code = _run(session, prompt, timeout, sent, lambda: _deferred_start(supervisor), schema)
     finally:
         supervisor.close()
     sys.exit(code)
@@ -181,7 +183,17 @@ def _check(session: Session, schema: dict[str, Any] | None):
     return lambda reply: None if session.held() else check_reply(schema, reply, limit)
 
 
-def _run(session: Session, prompt: str, timeout: float | None, schema: dict[str, Any] | None = None) -> int:
+def _deferred_start(supervisor: Supervisor) -> None:
+    """Main thread, once the first request is out: become the subreaper of delegated agents'
+    leftovers and reconcile an earlier process's orphans, then let the fork point preload. A tool
+    call comes after the model's reply, so this is done before one runs."""
+    from scv.delegations.startup import start_tracking
+    start_tracking(supervisor)
+    supervisor.release()
+
+
+def _run(session: Session, prompt: str, timeout: float | None, sent: Cancellation,
+         deferred_start: Callable[[], None], schema: dict[str, Any] | None = None) -> int:
     check = _check(session, schema)
     cancel = Cancellation()
     stopped_by: list[int] = []
@@ -193,11 +205,11 @@ def _run(session: Session, prompt: str, timeout: float | None, schema: dict[str,
             cancel.cancel()
 
     with on_stop_signals(on_signal):
-        return _run_turns(session, prompt, timeout, cancel, stopped_by, check)
+        return _run_turns(session, prompt, timeout, cancel, stopped_by, sent, deferred_start, check)
 
 
 def _run_turns(session: Session, prompt: str, timeout: float | None, cancel: Cancellation,
-               stopped_by: list[int], check) -> int:
+               stopped_by: list[int], sent: Cancellation, deferred_start: Callable[[], None], check) -> int:
     outcomes = []
     done = Cancellation()       # readable once the turns are over
 
@@ -218,9 +230,16 @@ def _run_turns(session: Session, prompt: str, timeout: float | None, cancel: Can
     worker.start()
     deadline = None if timeout is None else time.monotonic() + timeout
     timed_out = False
-    # The turns end, a signal cancels (its handler writes to `cancel`), or the deadline passes.
-    left = None if deadline is None else max(0.0, deadline - time.monotonic())
-    select.select([done.fileno(), cancel.fileno()], [], [], left)
+
+    # The turns end, a signal cancels (its handler writes to `cancel`), or the deadline passes;
+    # the first request going out (or any of those) starts the deferred start-up work first.
+    def wait(*bells: Cancellation) -> None:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        select.select([bell.fileno() for bell in bells], [], [], left)
+
+    wait(sent, done, cancel)
+    deferred_start()
+    wait(done, cancel)
     if not done.cancelled and not stopped_by and deadline is not None and time.monotonic() >= deadline:
         timed_out = True
         session.cancel_reason = "timeout"
@@ -228,8 +247,8 @@ def _run_turns(session: Session, prompt: str, timeout: float | None, cancel: Can
     if not done.cancelled:
         # Cancelled: wait for a running tool call to stop its processes; a turn that waits on the
         # model or a person has nothing running and is abandoned (its thread is a daemon).
-        wait = SETTLE_SECONDS if session.phase is Phase.TOOL else OTHER_STOP_WAIT
-        select.select([done.fileno()], [], [], wait)
+        settle = SETTLE_SECONDS if session.phase is Phase.TOOL else OTHER_STOP_WAIT
+        select.select([done.fileno()], [], [], settle)
     session.close()
     if stopped_by:
         return interrupted_exit(stopped_by[0])

@@ -37,15 +37,24 @@ class ProviderSelect(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     active: str | None = None       # a name under [providers]; None: no model endpoint configured
 
 
+DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+
+
 class ProviderProfile(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    kind: Literal["openai"] = "openai"      # any OpenAI-compatible endpoint
-    wire_api: Literal["responses", "chat"] = "responses"
+    kind: Literal["openai", "anthropic"] = "openai"     # any OpenAI-compatible endpoint, or Anthropic's Messages API
+    wire_api: Literal["responses", "chat"] = "responses"    # kind = "openai" only
     model: str | None = None
-    base_url: str = "https://api.openai.com/v1"
+    base_url: str | None = None         # None: the kind's public endpoint (DEFAULT_BASE_URLS)
+    max_tokens: Annotated[int, Meta(gt=0)] = 8192   # kind = "anthropic": the reply's limit, which its API requires
     timeout: Annotated[float, Meta(gt=0)] = 600.0
     headers: dict[str, str] = {}
     api_key: str | None = None
     api_key_env: str | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """The base URL the requests go to: the configured one, or the kind's public endpoint."""
+        return self.base_url or DEFAULT_BASE_URLS[self.kind]
 
 
 class SkillsConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -89,6 +89,11 @@ class Provider(abc.ABC):
     #: "responses" or "chat" for an OpenAI-compatible endpoint; "" for one without hosted tools
     wire_api: str = ""
 
+    def when_sent(self, callback: Callable[[], None]) -> None:
+        """Calls `callback` once, as soon as the first request is on its way (a command starts
+        its deferred work then); a provider with nothing to send calls it now."""
+        callback()
+
     @abc.abstractmethod
     def complete(self, request: ModelRequest, *, on_text: TextSink, cancel: Cancellation) -> ModelReply:
         """The model's next reply. Raises ProviderError or TurnCancelled."""

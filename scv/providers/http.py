@@ -2,29 +2,30 @@
 failures become one ProviderError sentence naming the provider, and the body as SSE events."""
 
 import contextlib
+import http.client
 import json
 import os
 import select
 import socket
 import threading
 import time
-from typing import Any, Iterator
-
-import requests
+from typing import Any, Callable, Iterator
 
 from scv.core.cancellation import Cancellation
 from scv.providers.base import Provider, ProviderError, TurnCancelled
+from scv.providers.connection import Connection, RequestFailed, Timeout
 from scv.providers.retry import RetryPolicy, parse_retry_after, retryable
 from scv.providers.sse import SSEDecoder, SSEError, SSEEvent
 
 ERROR_TEXT_LIMIT = 300
 
 
-def _error_text(response: requests.Response) -> tuple[str, str]:
-    """(message, code) from an error body: OpenAI's {"error": {...}} or plain text, bounded."""
+def _error_text(response: http.client.HTTPResponse) -> tuple[str, str]:
+    """(message, code) from an error body: OpenAI's and Anthropic's {"error": {...}} or plain
+    text, bounded."""
     try:
-        body = response.content[:65536]
-    except requests.RequestException:
+        body = response.read(65536)
+    except (OSError, http.client.HTTPException):
         return "", ""
     try:
         data = json.loads(body)
@@ -62,16 +63,22 @@ def _sleep(seconds: float, cancel: Cancellation) -> None:
 
 class StreamingClient:
     def __init__(self, provider: str, model: str, url: str, headers: dict[str, str], timeout: float,
-                 policy: RetryPolicy = RetryPolicy(), session: requests.Session | None = None):
+                 policy: RetryPolicy = RetryPolicy()):
         self.provider = provider
         self.model = model
         self.url = url
         self.headers = headers
         self.timeout = timeout
         self.policy = policy
-        self.http = session or requests.Session()
+        self.http = Connection(url, min(30.0, timeout), timeout)
+        self.on_sent: Callable[[], None] | None = None      # called once, when the first request is written
 
-    def post(self, body: dict[str, Any], cancel: Cancellation) -> requests.Response:
+    def _sent(self) -> None:
+        callback, self.on_sent = self.on_sent, None
+        if callback is not None:
+            callback()
+
+    def post(self, body: dict[str, Any], cancel: Cancellation) -> http.client.HTTPResponse:
         """The response of a successful request, its body not yet read."""
         attempt = 0
         while True:
@@ -79,14 +86,13 @@ class StreamingClient:
             if cancel.cancelled:
                 raise TurnCancelled("the turn was cancelled")
             try:
-                response = self.http.post(self.url, json=body, headers=self.headers, stream=True,
-                                          timeout=(min(30.0, self.timeout), self.timeout))
-            except requests.Timeout:
+                response = self.http.post(body, self.headers, sent=self._sent)
+            except Timeout:
                 problem, retry_after = f"did not answer within {self.timeout:g} s", None
-            except requests.RequestException as exc:
-                problem, retry_after = f"could not be reached at {self.url} ({type(exc).__name__})", None
+            except RequestFailed as exc:
+                problem, retry_after = f"could not be reached at {self.url} ({exc})", None
             else:
-                if response.status_code < 400:
+                if response.status < 400:
                     return response
                 problem, retry_after = self._judge(response)
             delay = self.policy.delay(attempt, retry_after)
@@ -96,11 +102,11 @@ class StreamingClient:
                                     f"providers.{self.provider}")
             _sleep(delay, cancel)
 
-    def _judge(self, response: requests.Response) -> tuple[str, float | None]:
+    def _judge(self, response: http.client.HTTPResponse) -> tuple[str, float | None]:
         """A retryable failure's description and Retry-After; raises for the others."""
-        status = response.status_code
+        status = response.status
         message, code = _error_text(response)
-        response.close()
+        self.http.finish(response)
         said = f": {message}" if message else ""
         if status in (401, 403):
             raise ProviderError(f"provider {self.provider} refused the credentials (HTTP {status}{said}); check "
@@ -117,19 +123,19 @@ class StreamingClient:
         raise ProviderError(f"provider {self.provider} refused the request (HTTP {status}{said}); check "
                             f"providers.{self.provider}")
 
-    def events(self, response: requests.Response, cancel: Cancellation) -> Iterator[SSEEvent]:
+    def events(self, response: http.client.HTTPResponse, cancel: Cancellation) -> Iterator[SSEEvent]:
         """The body's events until it ends; a connection that breaks is a dropped stream."""
         decoder = SSEDecoder()
-        watcher = _AbortOnCancel(response, cancel)
+        watcher = _AbortOnCancel(self.http.socket(), cancel)
         try:
-            for chunk in response.iter_content(chunk_size=None):
+            while chunk := response.read1(65536):
                 if cancel.cancelled:
                     raise TurnCancelled("the turn was cancelled")
                 yield from decoder.feed(chunk)
             yield from decoder.close()
             if cancel.cancelled:
                 raise TurnCancelled("the turn was cancelled")
-        except requests.RequestException as exc:
+        except (OSError, http.client.HTTPException) as exc:
             if cancel.cancelled:
                 raise TurnCancelled("the turn was cancelled") from None
             raise self.dropped(f"{type(exc).__name__}") from None
@@ -137,7 +143,7 @@ class StreamingClient:
             raise ProviderError(f"provider {self.provider} sent a stream SCV cannot read ({exc})") from None
         finally:
             watcher.stop()
-            response.close()
+            self.http.finish(response)
 
     def dropped(self, why: str) -> ProviderError:
         return ProviderError(f"provider {self.provider}'s stream ended before the reply was complete ({why}); "
@@ -168,8 +174,8 @@ class _AbortOnCancel:
     """While a stream is read, a small thread waits for the turn's cancellation and then shuts
     the connection's socket down, so a read blocked on a silent model returns at once."""
 
-    def __init__(self, response: requests.Response, cancel: Cancellation):
-        self._response = response
+    def __init__(self, sock: socket.socket | None, cancel: Cancellation):
+        self._sock = sock
         self._cancel = cancel
         self._done_r, self._done_w = os.pipe2(os.O_CLOEXEC)
         self._thread = threading.Thread(target=self._watch, name="scv-stream-cancel", daemon=True)
@@ -179,11 +185,9 @@ class _AbortOnCancel:
         ready, _, _ = select.select([self._cancel.fileno(), self._done_r], [], [])
         if self._done_r in ready:
             return
-        connection = getattr(self._response.raw, "connection", None)
-        sock = getattr(connection, "sock", None)
-        if sock is not None:
+        if self._sock is not None:
             try:
-                sock.shutdown(socket.SHUT_RDWR)
+                self._sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
 
@@ -202,3 +206,6 @@ class EndpointProvider(Provider):
         self.name = name
         self.model = model
         self.client = client
+
+    def when_sent(self, callback: Callable[[], None]) -> None:
+        self.client.on_sent = callback

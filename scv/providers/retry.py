@@ -3,7 +3,8 @@ number of times, waiting what `Retry-After` asks (within a ceiling) or an expone
 
 import email.utils
 import time
-from dataclasses import dataclass
+
+import msgspec
 
 
 def retryable(status: int) -> bool:
@@ -31,8 +32,7 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     return max(0.0, seconds)
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
+class RetryPolicy(msgspec.Struct, frozen=True):
     attempts: int = 4               # the first try and three retries
     base_seconds: float = 0.5
     cap_seconds: float = 8.0

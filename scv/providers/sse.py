@@ -6,7 +6,7 @@ dispatches the event; lines starting with `:` are comments; one space after the 
 dropped. An event or line over `max_event_bytes` is an error rather than unbounded memory.
 """
 
-from dataclasses import dataclass
+import msgspec
 
 MAX_EVENT_BYTES = 16 * 1024 * 1024
 
@@ -15,8 +15,7 @@ class SSEError(ValueError):
     pass
 
 
-@dataclass(frozen=True)
-class SSEEvent:
+class SSEEvent(msgspec.Struct, frozen=True):
     event: str          # "message" unless the stream named it
     data: str
 

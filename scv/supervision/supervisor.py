@@ -60,32 +60,50 @@ def describe_status(status: int | None) -> str:
 
 class Supervisor:
     """Owns the fork point. Create it before the process starts any thread. `refill_spare`
-    False: a command that runs one call; no spare is forked to wait for a next one."""
+    False: a command that runs one call; no spare is forked to wait for a next one. `gated`:
+    the fork point waits for `release()` before it preloads, so a command's own start (up to
+    its first model request) does not share the machine with the preload; the first call
+    releases it too."""
 
-    def __init__(self, preload: list[str], ops: ProcessOps = REAL, *, refill_spare: bool = True):
+    def __init__(self, preload: list[str], ops: ProcessOps = REAL, *, refill_spare: bool = True,
+                 gated: bool = False):
         self.instance = f"scv-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._ops = ops
         self._ids = itertools.count(1)
         self._workers: dict[str, Worker] = {}
         self._lock = threading.Lock()
         self._sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # The gate: the fork point preloads once this pipe's write end is closed (or this process is gone).
+        gate_r, self._gate_w = os.pipe2(os.O_CLOEXEC) if gated else (None, None)
+        self._release_lock = threading.Lock()
         pid = ops.fork()
         if pid == 0:
             code = 0
             try:
                 self._sock.close()
+                if self._gate_w is not None:
+                    os.close(self._gate_w)
                 from workers import forkpoint       # the one place scv/ reaches into workers/
-                forkpoint.serve(child, preload, refill_spare)
+                forkpoint.serve(child, preload, refill_spare, gate=gate_r)
             except BaseException:
                 code = 70
             os._exit(code)
         child.close()
+        if gate_r is not None:
+            os.close(gate_r)
         self.fork_point_pid = pid
         self._closed = False
         # A bare thread: threading.Thread.start would wait until the new thread is scheduled,
         # which on a busy machine costs a short command milliseconds for nothing.
         self._reader_done = threading.Event()
         start_new_thread(self._read_fork_point, ())
+
+    def release(self) -> None:
+        """Lets a gated fork point preload now; idempotent, from any thread."""
+        with self._release_lock:
+            if self._gate_w is not None:
+                os.close(self._gate_w)
+                self._gate_w = None
 
     # --- fork point ---------------------------------------------------------------------------
 
@@ -144,6 +162,7 @@ class Supervisor:
               first: bytes = b"") -> tuple[Worker, PipeChannel] | str:
         """Asks the fork point for a worker; `first` (framed bytes) is written to its input before
         it exists when the pipe has room for it. Returns the worker and its channel, or why not."""
+        self.release()      # a call needs the fork point ready now
         worker = Worker()
         with self._lock:
             self._workers[worker_id] = worker
@@ -270,6 +289,7 @@ class Supervisor:
         if self._closed:
             return
         self._closed = True
+        self.release()
         try:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:

@@ -1,6 +1,7 @@
 """A fake Anthropic Messages endpoint on 127.0.0.1 for running the real Claude Code against:
 every `POST /v1/messages` gets a streamed text reply (or a queued HTTP error), and every request
-is recorded with its path and JSON body.
+is recorded with its path, headers, JSON body and arrival time. With `api_key` set, a request
+without that `x-api-key` gets the API's 401; a queued status may carry a Retry-After value.
 
 With `tool_use` set to (prompt, name, input), the first request of the agent loop (it offers
 tools) whose last message ends with that prompt is answered with that tool call, and a request
@@ -9,6 +10,7 @@ flight for as long as a test needs."""
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler
 
 from tests.loopback_http import serve_posts
@@ -17,7 +19,8 @@ from tests.loopback_http import serve_posts
 class FakeAnthropic:
     def __init__(self, text: str = "Hello from the fake Anthropic endpoint."):
         self.text = text
-        self.statuses: list[int] = []       # queued HTTP errors for the next requests
+        self.statuses: list[int | tuple[int, str]] = []     # queued HTTP errors (with a Retry-After) for the next requests
+        self.api_key: str | None = None
         self.requests: list[dict] = []
         self.tool_use: tuple[str, str, dict] | None = None      # (prompt, tool name, input)
         self.hold: threading.Event | None = None
@@ -35,13 +38,18 @@ class FakeAnthropic:
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
         body = json.loads(h.rfile.read(int(h.headers.get("Content-Length") or 0)) or b"{}")
         with self.lock:
-            self.requests.append({"path": h.path, "body": body})
+            self.requests.append({"path": h.path, "headers": dict(h.headers), "body": body, "at": time.monotonic()})
             status = self.statuses.pop(0) if self.statuses else None
+        if self.api_key is not None and h.headers.get("x-api-key") != self.api_key:
+            return self._json(h, 401, {"type": "error", "error": {"type": "authentication_error",
+                                                                  "message": "invalid x-api-key"}})
         if "/v1/messages" not in h.path or "count_tokens" in h.path:
             return self._json(h, 200, {"input_tokens": 11})
         if status is not None:
+            status, retry_after = status if isinstance(status, tuple) else (status, None)
             kind = {401: "authentication_error", 429: "rate_limit_error"}.get(status, "api_error")
-            return self._json(h, status, {"type": "error", "error": {"type": kind, "message": "fake failure"}})
+            extra = {"retry-after": retry_after} if retry_after is not None else {}
+            return self._json(h, status, {"type": "error", "error": {"type": kind, "message": "fake failure"}}, extra)
         if not body.get("stream"):
             return self._json(h, 200, {"id": "msg_fake", "type": "message", "role": "assistant",
                                        "model": body.get("model"), "content": [{"type": "text", "text": self.text}],
@@ -95,9 +103,11 @@ class FakeAnthropic:
         return [{"type": "text", "text": self.text}]
 
     @staticmethod
-    def _json(h, code: int, payload: dict) -> None:
+    def _json(h, code: int, payload: dict, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         h.send_response(code)
+        for name, value in (headers or {}).items():
+            h.send_header(name, value)
         h.send_header("Content-Type", "application/json")
         h.send_header("Content-Length", str(len(data)))
         h.end_headers()
