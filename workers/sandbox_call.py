@@ -64,7 +64,7 @@ class SandboxedRun:
                 hidden += [f"/proc/{pid}" for pid in [os.getpid(), *ancestors()]]
             rules = [Rule(path, rights) for path, rights in plan.rules]
             rules.append(Rule(self.tmpdir, folder_rights(plan.landlock_abi)))
-            self.launcher.arm(hidden, rules)
+            self.launcher.arm(hidden, rules, [*plan.writable, self.tmpdir])
         except BaseException:
             self.__exit__()
             raise
@@ -104,6 +104,7 @@ class SandboxedRun:
 # (tempfile tries writing in each candidate) and how a plan converts.
 TEMP_ROOT = tempfile.gettempdir()
 msgspec.convert({"mode": "read-only", "network": False, "hide_with": "mount", "network_with": "none",
-                 "user_namespace": False, "landlock_abi": 1, "hidden": ["/x"], "rules": [["/", 1]]}, SandboxPlan)
+                 "user_namespace": False, "landlock_abi": 1, "sockets": "no-unix", "writable": ["/w"],
+                 "hidden": ["/x"], "rules": [["/", 1]]}, SandboxPlan)
 
 __all__ = ["SandboxedRun", "SandboxError"]

@@ -26,8 +26,10 @@ import msgspec
 
 from scv.core.sandbox import rules as ll
 from scv.core.sandbox.policy import KernelSupport, SandboxPlan
+from workers import seccomp
 
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
+SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 0x1
 LANDLOCK_CREATE_RULESET_VERSION = 1
 LANDLOCK_RULE_PATH_BENEATH = 1
 PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 24, 38
@@ -56,6 +58,20 @@ class RulesetAttr(ctypes.Structure):
 class PathBeneathAttr(ctypes.Structure):
     _pack_ = 1
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
+                ("userns_fd", ctypes.c_uint64)]
+
+
+READ_ONLY, READ_WRITE = MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0), MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)
+
+
+def _set_read_only(path: bytes, read_only: bool, recursive: bool) -> None:
+    attr = READ_ONLY if read_only else READ_WRITE
+    _check(_syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path, AT_RECURSIVE if recursive else 0, ctypes.byref(attr),
+                    ctypes.c_size_t(ctypes.sizeof(attr))), f"mount_setattr({os.fsdecode(path)})")
 
 
 class SandboxError(Exception):
@@ -188,6 +204,8 @@ class Launcher:
     def __init__(self, request: SandboxPlan):
         self.request = request
         self._hidden: list[str] = []
+        self._writable: list[str] = []
+        self._filter = b""
         self._ruleset = -1
         self._held: list[int] = []
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
@@ -210,8 +228,13 @@ class Launcher:
             # policy work; wait until it is inside unshare (which releases it), so the two overlap.
             self._results.get()
 
-    def arm(self, hidden: list[str], rules: list[ll.Rule]) -> None:
+    def arm(self, hidden: list[str], rules: list[ll.Rule], writable: list[str]) -> None:
         self._hidden = hidden
+        self._writable = sorted(set(writable), key=len)      # a root before the roots inside it
+        try:
+            self._filter = seccomp.program(self.request.sockets)
+        except ValueError as err:
+            raise SandboxError(str(err)) from None
         try:
             self._ruleset = build_ruleset(rules, self.request.landlock_abi, self.request.network)
         except OSError as err:
@@ -287,10 +310,28 @@ class Launcher:
             except FileNotFoundError:
                 pass     # gone since the plan was made: nothing left to hide
 
+    def _read_only_but_writable(self) -> None:
+        """Every mount read-only but the writable roots, each bound over itself first and made
+        writable again: Landlock's write rights do not cover a file's mode, times, owner or
+        extended attributes, a read-only mount refuses them all (EROFS)."""
+        roots = []
+        for path in self._writable:
+            target = os.fsencode(path)
+            try:
+                _check(_mount(target, target, None, MS_BIND | MS_REC, None), f"bind {path} over itself")
+            except FileNotFoundError:
+                continue     # gone since the plan was made: nothing to write there
+            roots.append(target)
+        _set_read_only(b"/", True, recursive=True)
+        for target in roots:
+            # Only the root's own mount: a read-only mount inside it stays read-only.
+            _set_read_only(target, False, recursive=False)
+
     def _enter(self, flags: int) -> None:
         if flags & CLONE_NEWNS:
             # Mount events of the host still reach this namespace; none of ours leave it.
             _check(_mount(None, b"/", None, MS_REC | MS_SLAVE, None), "mount(MS_SLAVE)")
+            self._read_only_but_writable()
             self._hide_all()
         for capability in range(LAST_CAPABILITY + 1):
             if capability not in KEPT_CAPABILITIES:
@@ -298,6 +339,7 @@ class Launcher:
                 if _prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EPERM:
                     break
         _check(_prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+        seccomp.install(self._filter)
         _check(_syscall(SYS_LANDLOCK_RESTRICT_SELF, self._ruleset, ctypes.c_uint32(0)), "landlock_restrict_self")
 
 

@@ -116,7 +116,8 @@ def plan_for(config: Config, workspace: Path, agent: str | None = None) -> Sandb
                                    request.hide_with, REAL_FS)
     return SandboxPlan(mode=request.mode, network=request.network, hide_with=request.hide_with,
                        network_with=request.network_with, user_namespace=request.user_namespace,
-                       landlock_abi=request.landlock_abi,
+                       landlock_abi=request.landlock_abi, sockets=request.sockets,
+                       writable=list(policy.writable),
                        hidden=list(policy.hidden) if request.hide_with == "mount" else [],
                        rules=[(rule.path, rule.rights) for rule in planned])
 
