@@ -50,6 +50,7 @@ class SandboxRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, f
     network_with: str = "none"         # "namespace", "landlock" (TCP only), or "none" (network allowed)
     user_namespace: bool = False       # the worker first enters its own user namespace (no CAP_SYS_ADMIN)
     landlock_abi: int = 1
+    tier: str = "namespaces"           # "namespaces", or "landlock-only" (the user's tools.sandbox_fallback)
     sockets: str = "no-unix"           # the seccomp filter (workers/seccomp.py): "no-unix" or "tcp-only"
     dropped: list[str] = []            # what this kernel cannot enforce, one sentence each
 
@@ -166,7 +167,7 @@ def network_label(request: SandboxRequest | SandboxPlan) -> str:
     if request.network:
         return "network allowed"
     if request.network_with == "landlock":
-        return "no TCP (UDP and DNS stay open: no network namespace)"
+        return "no network (Landlock and seccomp: no network namespace)"
     return "no network"
 
 
