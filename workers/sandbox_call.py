@@ -11,7 +11,7 @@ import msgspec
 
 from scv.core.sandbox.policy import SandboxPlan, looks_denied
 from scv.core.sandbox.rules import Rule, folder_rights
-from workers.sandbox_linux import Launcher, SandboxError, ancestors
+from workers.sandbox_linux import Launcher, SandboxError, launcher_for
 
 
 def _make_tmpdir() -> str:
@@ -56,15 +56,10 @@ class SandboxedRun:
             return self
         self.tmpdir = _make_tmpdir()
         try:
-            self.launcher = Launcher(plan)       # starts making the namespaces meanwhile
-            hidden = list(plan.hidden)
-            if plan.hide_with == "mount":
-                # The /proc entries of SCV and of whatever started it: their environments hold
-                # what a delegated agent's own was cleaned of.
-                hidden += [f"/proc/{pid}" for pid in [os.getpid(), *ancestors()]]
+            self.launcher = launcher_for(plan)     # ready in a spare worker, or making its namespaces meanwhile
             rules = [Rule(path, rights) for path, rights in plan.rules]
             rules.append(Rule(self.tmpdir, folder_rights(plan.landlock_abi)))
-            self.launcher.arm(hidden, rules, [*plan.writable, self.tmpdir])
+            self.launcher.arm(plan, list(plan.hidden), rules, [*plan.writable, self.tmpdir])
         except BaseException:
             self.__exit__()
             raise

@@ -132,6 +132,7 @@ class Spawn(msgspec.Struct, tag="spawn", frozen=True):
     call_id: str
     memory_bytes: int
     kind: str = "call"          # "call": one call, then exit; "live": every call of a conversation
+    prepare: str = ""           # the sandbox a spare can make ready for it (scv.sandbox.policy.preparation)
 
 
 class Spawned(msgspec.Struct, tag="spawned", frozen=True):

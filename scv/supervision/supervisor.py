@@ -25,8 +25,9 @@ from scv.core.cancellation import Cancellation
 from scv.core.errors import ProtocolError
 from scv.core.frames import frame
 from scv.core.messages import (ApprovalRequest, Call, Cancel, Exited, Result, Spawn, Spawned, SpawnFailed,
-                               decode_from_fork_point, encode)
+                          decode_from_fork_point, encode)
 from scv.core.oscalls import REAL, ProcessOps
+from scv.core.sandbox.policy import preparation
 from scv.supervision.relay import EXIT_WAIT_SECONDS, Relay, RelayEnd
 from scv.supervision.worker_channel import PipeChannel
 
@@ -141,7 +142,7 @@ class Supervisor:
         return worker_id, f"{self.instance}/{worker_id}"
 
     def spawn(self, worker_id: str, memory_bytes: int, kind: str,
-              first: bytes = b"") -> tuple[Worker, PipeChannel] | str:
+              first: bytes = b"", prepare: str = "") -> tuple[Worker, PipeChannel] | str:
         """Asks the fork point for a worker; `first` (framed bytes) is written to its input before
         it exists when the pipe has room for it. Returns the worker and its channel, or why not."""
         worker = Worker()
@@ -160,7 +161,8 @@ class Supervisor:
         if early:
             channel.send_raw(first)
         try:
-            socket.send_fds(self._sock, [encode(Spawn(call_id=worker_id, memory_bytes=memory_bytes, kind=kind))],
+            socket.send_fds(self._sock, [encode(Spawn(call_id=worker_id, memory_bytes=memory_bytes, kind=kind,
+                                                           prepare=prepare))],
                             [to_r, from_w, err_w])
         except OSError as exc:
             channel.close()
@@ -185,7 +187,8 @@ class Supervisor:
             request = frame(encode(call))
         except ProtocolError as exc:
             return Result(ok=False, value={"error": f"the {call.tool} call is too large to send to a worker ({exc})"})
-        spawned = self.spawn(call_id, memory_bytes, ONE_CALL, first=request)
+        spawned = self.spawn(call_id, memory_bytes, ONE_CALL, first=request,
+                             prepare=preparation(call.options.get("sandbox")))
         if isinstance(spawned, str):
             return Result(ok=False, value={"error": f"no worker could be started for {call.tool}: {spawned}"})
         worker, channel = spawned

@@ -71,6 +71,16 @@ class SandboxPlan(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froz
     rules: list[tuple[str, int]]       # (path, Landlock access rights)
 
 
+def preparation(plan: dict | None) -> str:
+    """What a spare worker can make ready for a call with this plan (its `sandbox` option) before
+    the call arrives: "userns", "mount", "network", comma-separated; "" for nothing."""
+    if not plan:
+        return ""
+    parts = [name for name, wanted in (("userns", plan.get("user_namespace")), ("mount", plan.get("hide_with") == "mount"),
+                                       ("network", plan.get("network_with") == "namespace")) if wanted]
+    return ",".join(parts) if "mount" in parts or "network" in parts else ""
+
+
 class KernelSupport(msgspec.Struct, kw_only=True, frozen=True):
     """What the mechanism found this kernel allows (see workers/sandbox_linux.py)."""
 
