@@ -10,6 +10,7 @@ import pytest
 
 from scv.config.load import Config
 from scv.core.errors import RefusedError
+from tests.fakes import wait_for
 from tests.sandbox_fakes import (PYTHON, SUPPORT, LoopbackTcp, LoopbackUdp, abi_at_least, bash, needs_landlock,
                                  needs_network_namespace, plant_secrets, sandbox_config, tcp_connect, udp_query)
 
@@ -84,7 +85,9 @@ def test_the_private_tmpdir_works_and_is_removed(make_runner):
     tmpdir, made = value["output"].splitlines()[:2]
     assert tmpdir.startswith(os.path.join(tempfile.gettempdir(), "scv-sandbox-"))
     assert made.startswith(tmpdir + "/")            # mktemp honours TMPDIR
-    assert not os.path.exists(tmpdir)               # removed, even with a locked folder and a child holding a file
+    # Removed once the result is sent, before the worker exits, even with a locked folder and a
+    # child holding a file.
+    assert wait_for(lambda: not os.path.exists(tmpdir))
     ok, again = bash(runner, "echo $TMPDIR")
     assert again["output"].strip() != tmpdir        # a new one per call
 

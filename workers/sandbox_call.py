@@ -2,6 +2,7 @@
 (exported as TMPDIR, removed afterwards), the supervisor's plan finished with what only the
 worker knows, the launcher that starts the command inside it, and the result's `sandbox` field."""
 
+import functools
 import os
 import shutil
 import tempfile
@@ -45,8 +46,9 @@ class SandboxedRun:
     sandbox, and `run.launcher` is None). Raises SandboxError if the sandbox cannot be
     prepared; the command must then not run."""
 
-    def __init__(self, plan: dict[str, Any] | None):
+    def __init__(self, plan: dict[str, Any] | None, after_result: list | None = None):
         self.plan = msgspec.convert(plan, SandboxPlan) if plan is not None else None
+        self.after_result = after_result      # where the temporary folder's removal can wait (a one-call worker)
         self.tmpdir: str | None = None
         self.launcher: Launcher | None = None
 
@@ -68,7 +70,10 @@ class SandboxedRun:
     def __exit__(self, *exc) -> None:
         self.spawned()
         if self.tmpdir is not None:
-            _remove(self.tmpdir)
+            if self.after_result is not None:
+                self.after_result.append(functools.partial(_remove, self.tmpdir))
+            else:
+                _remove(self.tmpdir)
             self.tmpdir = None
 
     def spawned(self) -> None:
