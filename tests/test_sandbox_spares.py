@@ -56,3 +56,49 @@ def test_readied_spares_serve_sandboxed_calls_and_never_plain_ones(make_runner, 
         if index == 1:
             # After sandboxed calls, a spare waits with its namespaces made.
             assert wait_for(lambda: _namespaced_spares(supervisor.fork_point_pid))
+
+
+def _spare_hiding(fork_point: int, path: str) -> bool:
+    """Whether a spare's readied thread has its mount over `path` already."""
+    for pid in _namespaced_spares(fork_point):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/mountinfo") as fh:
+                    if any(line.split()[4] == path for line in fh):
+                        return True
+            except OSError:
+                continue
+    return False
+
+
+def test_a_secret_folder_made_again_after_a_spare_hid_it_stays_hidden(make_runner, supervisor, monkeypatch, tmp_path):
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("OLD-SECRET\n")
+    monkeypatch.setenv("HOME", str(home))
+    runner = make_runner(sandbox_config())
+    ok, value = bash(runner, f"cat {home}/.ssh/id_ed25519 ; true")
+    assert "OLD-SECRET" not in value["output"]
+    # The spare readied after that call has applied its plan (a mount over ~/.ssh) ahead.
+    wait_for(lambda: _spare_hiding(supervisor.fork_point_pid, str(home / ".ssh")))
+    (home / ".ssh" / "id_ed25519").unlink()
+    (home / ".ssh").rmdir()
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_ed25519").write_text("NEW-SECRET\n")
+    # Same plan, another folder: the spare's mount sits on the old one, so the call must not use it.
+    ok, value = bash(runner, f"cat {home}/.ssh/id_ed25519 ; ls -a {home}/.ssh ; true")
+    listed = value["output"].splitlines()[1:]
+    assert "NEW-SECRET" not in value["output"] and "id_ed25519" not in listed, value
+
+
+def test_a_workspace_made_again_after_a_spare_bound_it_stays_writable(make_runner, supervisor, workspace):
+    runner = make_runner(sandbox_config())
+    ok, value = bash(runner, "echo one > f && cat f")
+    assert ok and value["output"] == "one\n"
+    wait_for(lambda: _spare_hiding(supervisor.fork_point_pid, str(workspace)))
+    (workspace / "f").unlink()
+    workspace.rmdir()
+    workspace.mkdir()
+    ok, value = bash(runner, "echo two > f && cat f")
+    assert ok and value["output"] == "two\n", value
+    assert (workspace / "f").read_text() == "two\n"

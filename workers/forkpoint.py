@@ -63,12 +63,12 @@ class _Spare:
         self.prepare = prepare
 
 
-def _fork_spare(close_in_child: list, prepare: str) -> _Spare:
+def _fork_spare(close_in_child: list, prepare: str, plan: dict | None) -> _Spare:
     parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
         parent_end.close()
-        _run_spare(child_end, close_in_child, prepare)     # never returns
+        _run_spare(child_end, close_in_child, prepare, plan)     # never returns
     child_end.close()
     return _Spare(pid, parent_end, prepare)
 
@@ -85,7 +85,7 @@ def _pick(spares: "collections.deque[_Spare]", prepare: str) -> _Spare | None:
     return None
 
 
-def _run_spare(sock: socket.socket, close_in_child: list, prepare: str) -> None:
+def _run_spare(sock: socket.socket, close_in_child: list, prepare: str, plan: dict | None) -> None:
     """The spare's life: prepare, wait for the call's pipe ends, run the call; never returns."""
     code = 70
     try:
@@ -104,7 +104,7 @@ def _run_spare(sock: socket.socket, close_in_child: list, prepare: str) -> None:
         runtime.warm_up()
         if prepare:
             from workers import sandbox_linux      # preloaded with the executors that use it
-            sandbox_linux.prepare(prepare)
+            sandbox_linux.prepare(prepare, plan)
         try:
             payload, fds, _, _ = socket.recv_fds(sock, MAX_PACKET, 3)
         except OSError:
@@ -156,19 +156,19 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True) ->
     spares: collections.deque[_Spare] = collections.deque()      # oldest (readiest) first
     wanted = SPARES if refill_spare else 1
 
-    def new_spare(prepare: str = "") -> _Spare | None:
+    def new_spare(prepare: str = "", plan: dict | None = None) -> _Spare | None:
         try:
             # The other spares' sockets too: each spare must see its own socket's EOF.
-            spare = _fork_spare(inherited + [other.sock for other in spares], prepare)
+            spare = _fork_spare(inherited + [other.sock for other in spares], prepare, plan)
         except OSError:
             return None
         children[spare.pid] = None
         return spare
 
-    def fill(prepare: str = "") -> None:
+    def fill(prepare: str = "", plan: dict | None = None) -> None:
         """Spares up to the number wanted; the next one readied like the call just handed over
         (calls come in runs of the same kind: a session's sandboxed bash calls)."""
-        while len(spares) < wanted and (spare := new_spare(prepare)) is not None:
+        while len(spares) < wanted and (spare := new_spare(prepare, plan)) is not None:
             spares.append(spare)
 
     def reap() -> None:
@@ -246,7 +246,7 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True) ->
             else:
                 sock.send(encode(SpawnFailed(call_id=request.call_id, error=outcome)))
             if refill_spare:
-                fill(request.prepare)      # ready for a later call, off this call's path
+                fill(request.prepare, request.plan)      # ready for a later call, off this call's path
         reap()
 
 

@@ -11,7 +11,6 @@ from typing import Any
 import msgspec
 
 from scv.core.sandbox.policy import SandboxPlan, looks_denied
-from scv.core.sandbox.rules import Rule, folder_rights
 from workers.sandbox_linux import Launcher, SandboxError, launcher_for
 
 
@@ -59,9 +58,7 @@ class SandboxedRun:
         self.tmpdir = _make_tmpdir()
         try:
             self.launcher = launcher_for(plan)     # ready in a spare worker, or making its namespaces meanwhile
-            rules = [Rule(path, rights) for path, rights in plan.rules]
-            rules.append(Rule(self.tmpdir, folder_rights(plan.landlock_abi)))
-            self.launcher.arm(plan, list(plan.hidden), rules, [*plan.writable, self.tmpdir])
+            self.launcher.arm(plan, self.tmpdir)
         except BaseException:
             self.__exit__()
             raise

@@ -181,18 +181,34 @@ def build_ruleset(rules: list[ll.Rule], abi: int, network: bool) -> int:
     ruleset = _check(_syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
                                    ctypes.c_uint32(0)), "landlock_create_ruleset")
     try:
-        for rule in rules:
-            fd = os.open(rule.path, os.O_PATH | os.O_CLOEXEC)
-            try:
-                beneath = PathBeneathAttr(rule.rights, fd)
-                _check(_syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(beneath),
-                                     ctypes.c_uint32(0)), f"landlock_add_rule({rule.path})")
-            finally:
-                os.close(fd)
+        add_rules(ruleset, rules)
     except BaseException:
         os.close(ruleset)
         raise
     return ruleset
+
+
+def add_rules(ruleset: int, rules: list[ll.Rule]) -> None:
+    for rule in rules:
+        fd = os.open(rule.path, os.O_PATH | os.O_CLOEXEC)
+        try:
+            beneath = PathBeneathAttr(rule.rights, fd)
+            _check(_syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(beneath),
+                                 ctypes.c_uint32(0)), f"landlock_add_rule({rule.path})")
+        finally:
+            os.close(fd)
+
+
+def _pin(paths: list[str]) -> list[tuple[str, int]]:
+    """(path, O_PATH fd) for each path: an inode held open keeps its number, so comparing it
+    with the path's later says whether the path still names that file."""
+    pinned = []
+    for path in paths:
+        try:
+            pinned.append((path, os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)))
+        except OSError:
+            pass
+    return pinned
 
 
 def namespace_flags(hide_with: str, network_with: str) -> int:
@@ -206,13 +222,17 @@ class Launcher:
     the call; `arm` gives it the call's rules, and `spawn(start)` runs `start` (which makes the
     Popen) in that thread once it has entered the rest of the sandbox."""
 
-    def __init__(self, user_namespace: bool, flags: int):
+    def __init__(self, user_namespace: bool, flags: int, plan: SandboxPlan | None = None):
+        """`plan` (a spare's guess: the last call's plan) is applied ahead too, all but the call's
+        temporary folder; `arm` then checks the call's plan is that one."""
         self.key = (user_namespace, flags)
+        self.plan = plan if flags & CLONE_NEWNS else None
         self._hidden: list[str] = []
         self._writable: list[str] = []
         self._empty: bytes | None = None     # the empty tmpfs, bound over every hidden folder
         self._filter = b""
         self._ruleset = -1
+        self._pinned: list[tuple[str, int]] = []
         self._held: list[int] = []
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._results: queue.SimpleQueue = queue.SimpleQueue()
@@ -227,6 +247,14 @@ class Launcher:
         # The /proc entries of SCV and of whatever started it: their environments hold what a
         # delegated agent's own was cleaned of.
         own = [f"/proc/{pid}" for pid in [os.getpid(), *ancestors()]] if flags & CLONE_NEWNS else []
+        if self.plan is not None:
+            try:
+                self._arm(self.plan)
+            except SandboxError:
+                self.plan = None      # the call arms it itself, and says why it cannot
+            else:
+                own += self._hidden
+                self._pinned = _pin([*self.plan.hidden, *self.plan.writable])
         self._handed = False      # the thread got its job (a start, or None: nothing to start)
         _thread.start_new_thread(self._body, (flags, own))   # lighter than threading.Thread, in a fresh worker
         if flags:
@@ -234,14 +262,44 @@ class Launcher:
             # policy work; wait until it is inside unshare (which releases it), so the two overlap.
             self._results.get()
 
-    def arm(self, plan: SandboxPlan, hidden: list[str], rules: list[ll.Rule], writable: list[str]) -> None:
-        self._hidden = hidden
-        self._writable = sorted(set(writable), key=len)      # a root before the roots inside it
+    def fits(self, plan: SandboxPlan) -> bool:
+        """Whether what was applied ahead is this plan, on the same folders and files: one
+        removed and made again since (same path, another inode: the rules and mounts would
+        still name the old one) sends the call down the path that applies it afresh."""
+        if self.plan is None:
+            return True
+        if self.plan != plan:
+            return False
+        for path, fd in self._pinned:
+            try:
+                held, now = os.fstat(fd), os.lstat(path)
+            except OSError:
+                return False
+            if (held.st_dev, held.st_ino) != (now.st_dev, now.st_ino):
+                return False
+        return True
+
+    def _arm(self, plan: SandboxPlan) -> None:
+        self._hidden = list(plan.hidden)
+        self._writable = sorted(set(plan.writable), key=len)      # a root before the roots inside it
         self._filter = FILTERS.get(plan.sockets, b"")
         if not self._filter:
             raise SandboxError(f"no seccomp filter {plan.sockets!r} for this machine ({FILTER_ERROR})")
         try:
-            self._ruleset = build_ruleset(rules, plan.landlock_abi, plan.network)
+            self._ruleset = build_ruleset([ll.Rule(path, rights) for path, rights in plan.rules], plan.landlock_abi,
+                                          plan.network)
+        except OSError as err:
+            raise SandboxError(f"the Landlock rules could not be built ({err.strerror})") from None
+
+    def arm(self, plan: SandboxPlan, tmpdir: str) -> None:
+        """The call's plan and its temporary folder; what was applied ahead only gains the folder."""
+        if self.plan is None:
+            self._arm(plan)
+            self._writable.append(tmpdir)
+        else:
+            self._hidden, self._writable = [], [tmpdir]
+        try:
+            add_rules(self._ruleset, [ll.Rule(tmpdir, ll.folder_rights(plan.landlock_abi))])
         except OSError as err:
             raise SandboxError(f"the Landlock rules could not be built ({err.strerror})") from None
 
@@ -253,6 +311,9 @@ class Launcher:
         if self._ruleset >= 0:
             os.close(self._ruleset)
             self._ruleset = -1
+        for _, fd in self._pinned:
+            os.close(fd)
+        self._pinned = []
 
     def spawn(self, start: Callable[[], object]):
         self._handed = True
@@ -284,6 +345,8 @@ class Launcher:
                     # are bound over themselves and made writable again once the call names them.
                     _set_read_only(b"/", True, recursive=True)
                     self._hide_all(own)
+                    if self.plan is not None:
+                        self._writable_again()
             except OSError as err:
                 early = err
         start = self._jobs.get()
@@ -352,14 +415,20 @@ class Launcher:
 _prepared: Launcher | None = None
 
 
-def prepare(preparation: str) -> None:
+def prepare(preparation: str, plan: dict | None = None) -> None:
     """Run by a spare worker the fork point readied for sandboxed calls (`policy.preparation`):
-    the namespaces, the read-only mounts and the hidden /proc entries, before the call arrives."""
+    the namespaces, the read-only mounts and the hidden /proc entries, before the call arrives;
+    with the last such call's plan, that plan's rules and mounts too (the next call most often
+    has the same)."""
     global _prepared
     parts = preparation.split(",")
     flags = (CLONE_NEWNS if "mount" in parts else 0) | (CLONE_NEWNET if "network" in parts else 0)
     try:
-        _prepared = Launcher("userns" in parts, flags)
+        guess = msgspec.convert(plan, SandboxPlan) if plan else None
+    except msgspec.ValidationError:
+        guess = None
+    try:
+        _prepared = Launcher("userns" in parts, flags, guess)
     except SandboxError:
         _prepared = None      # the call makes its own and reports why it cannot
 
@@ -370,7 +439,7 @@ def launcher_for(plan: SandboxPlan) -> Launcher:
     key = (plan.user_namespace, namespace_flags(plan.hide_with, plan.network_with))
     ready, _prepared = _prepared, None
     if ready is not None:
-        if ready.key == key:
+        if ready.key == key and ready.fits(plan):
             return ready
         ready.close()
     return Launcher(*key)
