@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from scv.oscalls import REAL
+from scv.core.oscalls import REAL
 from tests.fakes import wait_for
 from tests.sandbox_fakes import (SUPPORT, bash, needs_landlock, needs_mount_namespace, needs_network_namespace,
                                  sandbox_config, with_support)

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from scv.config import load_config
-from scv.errors import ConfigError
+from scv.config.load import load_config
+from scv.core.errors import ConfigError
 from tests.conftest import scv_env
 from tests.sandbox_fakes import (PYTHON, LoopbackTcp, LoopbackUdp, abi_at_least, needs_landlock,
                                  plant_secrets, tcp_connect, udp_query)

@@ -132,7 +132,7 @@ class Spawn(msgspec.Struct, tag="spawn", frozen=True):
     call_id: str
     memory_bytes: int
     kind: str = "call"          # "call": one call, then exit; "live": every call of a conversation
-    prepare: str = ""           # the sandbox a spare can make ready for it (scv.sandbox.policy.preparation)
+    prepare: str = ""           # the sandbox a spare can make ready for it (scv.core.sandbox.policy.preparation)
     plan: dict[str, Any] | None = None   # its sandbox plan, which the next such spare applies ahead
 
 
