@@ -27,8 +27,9 @@ def abi_at_least(abi: int):
     return pytest.mark.skipif(SUPPORT.landlock_abi < abi, reason=f"Landlock ABI {SUPPORT.landlock_abi} < {abi}")
 
 
-def sandbox_config(mode: str = "workspace-write", network: bool = False, writable=()) -> Config:
-    return Config(tools=ToolsConfig(sandbox=mode, sandbox_network=network, sandbox_writable=[str(w) for w in writable]))
+def sandbox_config(mode: str = "workspace-write", network: bool = False, writable=(), fallback: str = "refuse") -> Config:
+    return Config(tools=ToolsConfig(sandbox=mode, sandbox_network=network, sandbox_writable=[str(w) for w in writable],
+                                    sandbox_fallback=fallback))
 
 
 def with_support(monkeypatch, **changes) -> None:

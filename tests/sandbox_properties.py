@@ -22,6 +22,9 @@ class FakeFs:
         prefix = path.rstrip("/") + "/"
         return sorted({p[len(prefix):].split("/")[0] for p in self.kinds if p.startswith(prefix) and p != path})
 
+    def entries(self, path):
+        return [(name, self.kind(posixpath.join(path, name))) for name in self.children(path)]
+
     def resolve(self, path):
         return path
 

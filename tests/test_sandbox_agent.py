@@ -58,9 +58,9 @@ def test_an_agent_cli_is_sandboxed_with_its_home_writable(grok, make_runner, scv
     assert (scv_home / "agents" / "grok" / ".grok" / "notes").read_text() == "kept\n"
     assert (workspace / "from-agent").read_text() == "made\n"
     assert list(outside.iterdir()) == []
-    # The refused write's "Permission denied" reached the agent's stderr.
+    # The refused write's error (the read-only mount's) reached the agent's stderr.
     assert value["sandbox"] == {"mode": "workspace-write", "network": False, "denied": True}
-    assert "Permission denied" in value["stderr_tail"]
+    assert "Read-only file system" in value["stderr_tail"]
     assert grok.env()["TMPDIR"].startswith("/") and "scv-sandbox-" in grok.env()["TMPDIR"]
 
 

@@ -140,11 +140,18 @@ def test_the_report_lists_what_a_lower_abi_drops_and_a_refusal(monkeypatch, work
                  mount_namespace_error="a private mount namespace cannot be made here (Operation not permitted)",
                  network_namespace_error="a network namespace cannot be made here (Operation not permitted)")
     report = call_report(config, workspace)
+    assert report["tier"] == "refused"
+    assert report["refused"].startswith('the sandbox (tools.sandbox = "read-only") needs a private mount namespace')
+    assert 'tools.sandbox_fallback = "landlock-only"' in report["refused"]
+    fallback = '[tools]\nsandbox = "read-only"\nsandbox_fallback = "landlock-only"\n'
+    write(scv_home / "config.toml", fallback)
+    report = call_report(load_config(workspace), workspace)
     assert report["refused"].startswith("the sandbox's network block (tools.sandbox_network = false) needs a "
                                         "network namespace or Landlock ABI 4")
-    write(scv_home / "config.toml", '[tools]\nsandbox = "read-only"\nsandbox_network = true\n')
+    write(scv_home / "config.toml", fallback + "sandbox_network = true\n")
     report = call_report(load_config(workspace), workspace)
     dropped = " | ".join(report["dropped"])
     assert "truncate(2)" in dropped and "ioctl on device files" in dropped and "signals" in dropped
-    assert "hidden by Landlock rules alone" in dropped and report["hide_with"] == "rules"
+    assert "chmod, touch -d, chown, setxattr" in dropped and report["hide_with"] == "rules"
+    assert report["tier"] == "landlock-only"
     assert report["landlock"]["handled_fs"][-1] == "refer"

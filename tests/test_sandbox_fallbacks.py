@@ -9,7 +9,7 @@ import os
 import pytest
 
 from scv.core.errors import RefusedError
-from tests.sandbox_fakes import (SUPPORT, LoopbackTcp, LoopbackUdp, abi_at_least, bash, needs_landlock,
+from tests.sandbox_fakes import (PYTHON, SUPPORT, LoopbackTcp, LoopbackUdp, abi_at_least, bash, needs_landlock,
                                  needs_mount_namespace, needs_network_namespace, plant_secrets, sandbox_config,
                                  tcp_connect, udp_query, with_support)
 
@@ -23,7 +23,7 @@ def test_without_a_mount_namespace_landlock_rules_alone_hide_the_secrets(make_ru
     planted = plant_secrets(home, scv_home)
     (home / "notes.txt").write_text("fine\n")
     with_support(monkeypatch, mount_namespace=False, mount_namespace_error="a private mount namespace cannot be made")
-    runner = make_runner(sandbox_config())
+    runner = make_runner(sandbox_config(fallback="landlock-only"))
     ok, value = bash(runner, " ; ".join(f"cat {path}" for path in planted.values()) + f" ; cat {home}/notes.txt"
                      " ; cat /etc/shadow ; echo x > inside && cat inside ; true")
     assert ok, value
@@ -35,6 +35,17 @@ def test_without_a_mount_namespace_landlock_rules_alone_hide_the_secrets(make_ru
     assert report.summary.endswith("sandbox: workspace-write, no network")
 
 
+def test_without_a_mount_namespace_the_call_is_refused_unless_the_user_allows_landlock_only(make_runner, monkeypatch):
+    with_support(monkeypatch, mount_namespace=False, user_namespace=False, cap_sys_admin=False,
+                 user_namespace_error="user namespaces are not allowed here (Operation not permitted)")
+    with pytest.raises(RefusedError, match=r"needs a private mount namespace \(to hide the secret folders and keep "
+                                           r"files outside the writable folders read-only\), and user namespaces are "
+                                           r"not allowed here .*tools.sandbox_fallback = \"landlock-only\""):
+        make_runner(sandbox_config(network=True)).prepare("bash", {"command": "true"})
+    ok, value = bash(make_runner(sandbox_config(network=True, fallback="landlock-only")), "echo fine")
+    assert ok and value["output"] == "fine\n"
+
+
 def test_rules_alone_cannot_hide_a_secret_inside_the_workspace_so_the_call_is_refused(make_runner, monkeypatch,
                                                                                         workspace):
     monkeypatch.setenv("HOME", str(workspace))
@@ -42,7 +53,7 @@ def test_rules_alone_cannot_hide_a_secret_inside_the_workspace_so_the_call_is_re
     (workspace / ".ssh" / "id_rsa").write_text("SECRET\n")
     with_support(monkeypatch, mount_namespace=False)
     with pytest.raises(RefusedError, match=r"cannot keep .*\.ssh unreadable inside the writable folder"):
-        make_runner(sandbox_config()).prepare("bash", {"command": "true"})
+        make_runner(sandbox_config(fallback="landlock-only")).prepare("bash", {"command": "true"})
 
 
 @needs_mount_namespace
@@ -85,19 +96,24 @@ def test_without_cap_sys_admin_the_worker_enters_its_own_user_namespace(make_run
 
 
 @abi_at_least(4)
-def test_without_a_network_namespace_landlock_blocks_tcp_and_says_udp_stays_open(make_runner, monkeypatch):
+def test_without_a_network_namespace_landlock_blocks_tcp_and_seccomp_the_other_sockets(make_runner, monkeypatch):
     tcp, udp = LoopbackTcp(), LoopbackUdp()
     try:
         with_support(monkeypatch, network_namespace=False,
                      network_namespace_error="a network namespace cannot be made here (Operation not permitted)")
-        runner = make_runner(sandbox_config())
+        with pytest.raises(RefusedError, match=r"needs a network namespace \(tools.sandbox_network = false\), and a "
+                                               r"network namespace cannot be made here"):
+            make_runner(sandbox_config()).prepare("bash", {"command": "true"})
+        runner = make_runner(sandbox_config(fallback="landlock-only"))
         prepared = runner.prepare("bash", {"command": "true"})
-        assert prepared.summary.endswith("sandbox: workspace-write, no TCP (UDP and DNS stay open: no network "
+        assert prepared.summary.endswith("sandbox: workspace-write, no network (Landlock and seccomp: no network "
                                          "namespace)")
         ok, value = bash(runner, tcp_connect(tcp.port))
         assert not ok and "Permission denied" in value["output"] and tcp.lines == []
         ok, value = bash(runner, udp_query(udp.port))
-        assert ok and "answered" in value["output"]         # the documented loss of this fallback
+        assert not ok and "Permission denied" in value["output"] and udp.seen == 0
+        ok, value = bash(runner, f"{PYTHON} -c \"import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW)\"")
+        assert not ok and "Permission denied" in value["output"]
     finally:
         tcp.close()
         udp.close()
@@ -116,7 +132,7 @@ def test_no_network_without_a_namespace_or_landlock_tcp_is_refused(make_runner, 
                  network_namespace_error="a network namespace cannot be made here (Operation not permitted)")
     with pytest.raises(RefusedError, match=r"needs a network namespace or Landlock ABI 4, and this kernel has "
                                            r"neither \(a network namespace cannot be made here"):
-        make_runner(sandbox_config()).prepare("bash", {"command": "true"})
+        make_runner(sandbox_config(fallback="landlock-only")).prepare("bash", {"command": "true"})
     # The same kernel still sandboxes a call that may use the network.
     ok, value = bash(make_runner(sandbox_config(network=True)), "echo fine")
     assert ok and value["output"] == "fine\n"

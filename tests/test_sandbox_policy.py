@@ -69,7 +69,7 @@ def test_the_label_and_the_denial_hint():
     request = SandboxRequest(mode="workspace-write", network=False, network_with="namespace")
     assert label(request) == "sandbox: workspace-write, no network"
     assert label(SandboxRequest(mode="read-only", network=True)) == "sandbox: read-only, network allowed"
-    assert "no TCP" in label(SandboxRequest(mode="read-only", network=False, network_with="landlock"))
+    assert "no network (Landlock and seccomp" in label(SandboxRequest(mode="read-only", network=False, network_with="landlock"))
     assert looks_denied("touch: cannot touch '/x': Permission denied", network=True)
     assert looks_denied("curl: (7) Network is unreachable", network=False)
     assert not looks_denied("curl: (7) Network is unreachable", network=True)

@@ -10,7 +10,7 @@ from workers.sandbox_call import SandboxedRun, SandboxError
 
 def execute(args: dict, ctx: WorkerContext) -> dict:
     try:
-        with SandboxedRun(ctx.options.get("sandbox")) as sandbox:
+        with SandboxedRun(ctx.options.get("sandbox"), ctx.after_result) as sandbox:
             return _run(args, ctx, sandbox)
     except SandboxError as err:
         raise ToolFailure(f"{err}; the command did not run") from None

@@ -60,24 +60,37 @@ def _prctl(option: int, value: int) -> None:
 
 
 class _Spare:
-    """A forked worker waiting for its call."""
+    """A forked worker waiting for its call; `prepare` names the sandbox it made ready."""
 
-    def __init__(self, pid: int, sock: socket.socket):
+    def __init__(self, pid: int, sock: socket.socket, prepare: str):
         self.pid = pid
         self.sock = sock
+        self.prepare = prepare
 
 
-def _fork_spare(close_in_child: list) -> _Spare:
+def _fork_spare(close_in_child: list, prepare: str, plan: dict | None) -> _Spare:
     parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
         parent_end.close()
-        _run_spare(child_end, close_in_child)     # never returns
+        _run_spare(child_end, close_in_child, prepare, plan)     # never returns
     child_end.close()
-    return _Spare(pid, parent_end)
+    return _Spare(pid, parent_end, prepare)
 
 
-def _run_spare(sock: socket.socket, close_in_child: list) -> None:
+def _pick(spares: "collections.deque[_Spare]", prepare: str) -> _Spare | None:
+    """The oldest spare made ready for this sandbox, else the oldest plain one (a call prepares
+    its own sandbox there); never a spare readied for another sandbox (its worker may sit in a
+    user namespace an unsandboxed call must not run in)."""
+    for wanted in dict.fromkeys((prepare, "")):
+        for spare in spares:
+            if spare.prepare == wanted:
+                spares.remove(spare)
+                return spare
+    return None
+
+
+def _run_spare(sock: socket.socket, close_in_child: list, prepare: str, plan: dict | None) -> None:
     """The spare's life: prepare, wait for the call's pipe ends, run the call; never returns."""
     code = 70
     try:
@@ -94,6 +107,9 @@ def _run_spare(sock: socket.socket, close_in_child: list) -> None:
         os.close(devnull)
         _prctl(PR_SET_CHILD_SUBREAPER, 1)
         runtime.warm_up()
+        if prepare:
+            from workers import sandbox_linux      # preloaded with the executors that use it
+            sandbox_linux.prepare(prepare, plan)
         try:
             payload, fds, _, _ = socket.recv_fds(sock, MAX_PACKET, 3)
         except OSError:
@@ -154,17 +170,19 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True, ga
     spares: collections.deque[_Spare] = collections.deque()      # oldest (readiest) first
     wanted = SPARES if refill_spare else 1
 
-    def new_spare() -> _Spare | None:
+    def new_spare(prepare: str = "", plan: dict | None = None) -> _Spare | None:
         try:
             # The other spares' sockets too: each spare must see its own socket's EOF.
-            spare = _fork_spare(inherited + [other.sock for other in spares])
+            spare = _fork_spare(inherited + [other.sock for other in spares], prepare, plan)
         except OSError:
             return None
         children[spare.pid] = None
         return spare
 
-    def fill() -> None:
-        while len(spares) < wanted and (spare := new_spare()) is not None:
+    def fill(prepare: str = "", plan: dict | None = None) -> None:
+        """Spares up to the number wanted; the next one readied like the call just handed over
+        (calls come in runs of the same kind: a session's sandboxed bash calls)."""
+        while len(spares) < wanted and (spare := new_spare(prepare, plan)) is not None:
             spares.append(spare)
 
     def reap() -> None:
@@ -187,14 +205,19 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True, ga
                 except OSError:
                     pass
 
-    def hand_over(payload: bytes, fds: list[int], call_id: str) -> int | str:
-        """Gives the call to the oldest live spare, else to a worker forked for it; returns its
-        pid or an error."""
+    def hand_over(payload: bytes, fds: list[int], call_id: str, prepare: str) -> int | str:
+        """Gives the call to the spare that fits it (`_pick`), else to a worker forked for it;
+        returns its pid or an error."""
         forked = False
-        while spares or not forked:
-            if spares:
-                current = spares.popleft()
-            else:
+        while True:
+            current = _pick(spares, prepare)
+            if current is None:
+                if forked:
+                    return "no worker could take the call"
+                if spares:
+                    # Readied for another sandbox: it goes (EOF: it exits), so the refill after
+                    # this call forks one of the kind now asked for.
+                    spares.popleft().sock.close()
                 forked, current = True, new_spare()
                 if current is None:
                     return "fork failed"
@@ -206,7 +229,6 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True, ga
             current.sock.close()
             children[current.pid] = call_id
             return current.pid
-        return "no worker could take the call"
 
     def preload_next() -> None:
         importlib.import_module(pending.popleft())
@@ -245,7 +267,7 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True, ga
                 _shutdown(children, reap, wake_r)
                 return
             request = decode_spawn(payload)
-            outcome = hand_over(payload, fds, request.call_id)
+            outcome = hand_over(payload, fds, request.call_id, request.prepare)
             for fd in fds:
                 os.close(fd)
             if isinstance(outcome, int):
@@ -253,7 +275,7 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True, ga
             else:
                 sock.send(encode(SpawnFailed(call_id=request.call_id, error=outcome)))
             if refill_spare:
-                fill()      # ready for a later call, off this call's path
+                fill(request.prepare, request.plan)      # ready for a later call, off this call's path
         reap()
 
 

@@ -45,6 +45,9 @@ class WorkerContext(msgspec.Struct):
     workspace_fd: int
     token: CancelToken
     out_fd: int
+    # Clean-up that need not hold up the result (a sandboxed call's temporary folder): run once
+    # the result is sent, before the worker exits.
+    after_result: list[Callable[[], None]] = []
 
     @property
     def workspace(self) -> str:
@@ -153,4 +156,6 @@ def main(in_fd: int, out_fd: int) -> int:
     send(out_fd, run_guarded(call, lambda: resolve(call.executor)(call.args, ctx)))
     # Closing the pipe now lets the supervisor go on while this process is torn down.
     os.close(out_fd)
+    for work in ctx.after_result:
+        work()
     return 0

@@ -2,6 +2,7 @@
 (exported as TMPDIR, removed afterwards), the supervisor's plan finished with what only the
 worker knows, the launcher that starts the command inside it, and the result's `sandbox` field."""
 
+import functools
 import os
 import shutil
 import tempfile
@@ -10,8 +11,7 @@ from typing import Any
 import msgspec
 
 from scv.core.sandbox.policy import SandboxPlan, looks_denied
-from scv.core.sandbox.rules import Rule, folder_rights
-from workers.sandbox_linux import Launcher, SandboxError, ancestors
+from workers.sandbox_linux import Launcher, SandboxError, launcher_for
 
 
 def _make_tmpdir() -> str:
@@ -45,8 +45,9 @@ class SandboxedRun:
     sandbox, and `run.launcher` is None). Raises SandboxError if the sandbox cannot be
     prepared; the command must then not run."""
 
-    def __init__(self, plan: dict[str, Any] | None):
+    def __init__(self, plan: dict[str, Any] | None, after_result: list | None = None):
         self.plan = msgspec.convert(plan, SandboxPlan) if plan is not None else None
+        self.after_result = after_result      # where the temporary folder's removal can wait (a one-call worker)
         self.tmpdir: str | None = None
         self.launcher: Launcher | None = None
 
@@ -56,15 +57,8 @@ class SandboxedRun:
             return self
         self.tmpdir = _make_tmpdir()
         try:
-            self.launcher = Launcher(plan)       # starts making the namespaces meanwhile
-            hidden = list(plan.hidden)
-            if plan.hide_with == "mount":
-                # The /proc entries of SCV and of whatever started it: their environments hold
-                # what a delegated agent's own was cleaned of.
-                hidden += [f"/proc/{pid}" for pid in [os.getpid(), *ancestors()]]
-            rules = [Rule(path, rights) for path, rights in plan.rules]
-            rules.append(Rule(self.tmpdir, folder_rights(plan.landlock_abi)))
-            self.launcher.arm(hidden, rules)
+            self.launcher = launcher_for(plan)     # ready in a spare worker, or making its namespaces meanwhile
+            self.launcher.arm(plan, self.tmpdir)
         except BaseException:
             self.__exit__()
             raise
@@ -73,7 +67,10 @@ class SandboxedRun:
     def __exit__(self, *exc) -> None:
         self.spawned()
         if self.tmpdir is not None:
-            _remove(self.tmpdir)
+            if self.after_result is not None:
+                self.after_result.append(functools.partial(_remove, self.tmpdir))
+            else:
+                _remove(self.tmpdir)
             self.tmpdir = None
 
     def spawned(self) -> None:
@@ -104,6 +101,7 @@ class SandboxedRun:
 # (tempfile tries writing in each candidate) and how a plan converts.
 TEMP_ROOT = tempfile.gettempdir()
 msgspec.convert({"mode": "read-only", "network": False, "hide_with": "mount", "network_with": "none",
-                 "user_namespace": False, "landlock_abi": 1, "hidden": ["/x"], "rules": [["/", 1]]}, SandboxPlan)
+                 "user_namespace": False, "landlock_abi": 1, "sockets": "no-unix", "writable": ["/w"],
+                 "hidden": ["/x"], "rules": [["/", 1]]}, SandboxPlan)
 
 __all__ = ["SandboxedRun", "SandboxError"]

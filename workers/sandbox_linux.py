@@ -26,8 +26,10 @@ import msgspec
 
 from scv.core.sandbox import rules as ll
 from scv.core.sandbox.policy import KernelSupport, SandboxPlan
+from workers import seccomp
 
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
+SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 0x1
 LANDLOCK_CREATE_RULESET_VERSION = 1
 LANDLOCK_RULE_PATH_BENEATH = 1
 PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 24, 38
@@ -56,6 +58,20 @@ class RulesetAttr(ctypes.Structure):
 class PathBeneathAttr(ctypes.Structure):
     _pack_ = 1
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64), ("propagation", ctypes.c_uint64),
+                ("userns_fd", ctypes.c_uint64)]
+
+
+READ_ONLY, READ_WRITE = MountAttr(MOUNT_ATTR_RDONLY, 0, 0, 0), MountAttr(0, MOUNT_ATTR_RDONLY, 0, 0)
+
+
+def _set_read_only(path: bytes, read_only: bool, recursive: bool) -> None:
+    attr = READ_ONLY if read_only else READ_WRITE
+    _check(_syscall(SYS_MOUNT_SETATTR, AT_FDCWD, path, AT_RECURSIVE if recursive else 0, ctypes.byref(attr),
+                    ctypes.c_size_t(ctypes.sizeof(attr))), f"mount_setattr({os.fsdecode(path)})")
 
 
 class SandboxError(Exception):
@@ -165,55 +181,125 @@ def build_ruleset(rules: list[ll.Rule], abi: int, network: bool) -> int:
     ruleset = _check(_syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),
                                    ctypes.c_uint32(0)), "landlock_create_ruleset")
     try:
-        for rule in rules:
-            fd = os.open(rule.path, os.O_PATH | os.O_CLOEXEC)
-            try:
-                beneath = PathBeneathAttr(rule.rights, fd)
-                _check(_syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(beneath),
-                                     ctypes.c_uint32(0)), f"landlock_add_rule({rule.path})")
-            finally:
-                os.close(fd)
+        add_rules(ruleset, rules)
     except BaseException:
         os.close(ruleset)
         raise
     return ruleset
 
 
-class Launcher:
-    """Starts one command in a sandbox. Made before the call's policy is built: its thread
-    starts making the namespaces at once (a network namespace takes about a millisecond, which
-    then overlaps the policy work), `arm` gives it the policy and rules, and `spawn(start)` runs
-    `start` (which makes the Popen) in that thread once it has entered the sandbox."""
+def add_rules(ruleset: int, rules: list[ll.Rule]) -> None:
+    for rule in rules:
+        fd = os.open(rule.path, os.O_PATH | os.O_CLOEXEC)
+        try:
+            beneath = PathBeneathAttr(rule.rights, fd)
+            _check(_syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(beneath),
+                                 ctypes.c_uint32(0)), f"landlock_add_rule({rule.path})")
+        finally:
+            os.close(fd)
 
-    def __init__(self, request: SandboxPlan):
-        self.request = request
+
+def _pin(paths: list[str]) -> list[tuple[str, int]]:
+    """(path, O_PATH fd) for each path: an inode held open keeps its number, so comparing it
+    with the path's later says whether the path still names that file."""
+    pinned = []
+    for path in paths:
+        try:
+            pinned.append((path, os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)))
+        except OSError:
+            pass
+    return pinned
+
+
+def namespace_flags(hide_with: str, network_with: str) -> int:
+    return (CLONE_NEWNS if hide_with == "mount" else 0) | (CLONE_NEWNET if network_with == "namespace" else 0)
+
+
+class Launcher:
+    """Starts one command in a sandbox. Made before the call's policy is built, or earlier still
+    in a spare worker (`prepare`): its thread makes the namespaces at once, makes every mount
+    read-only and hides this process's and its ancestors' /proc entries, none of which depends on
+    the call; `arm` gives it the call's rules, and `spawn(start)` runs `start` (which makes the
+    Popen) in that thread once it has entered the rest of the sandbox."""
+
+    def __init__(self, user_namespace: bool, flags: int, plan: SandboxPlan | None = None):
+        """`plan` (a spare's guess: the last call's plan) is applied ahead too, all but the call's
+        temporary folder; `arm` then checks the call's plan is that one."""
+        self.key = (user_namespace, flags)
+        self.plan = plan if flags & CLONE_NEWNS else None
         self._hidden: list[str] = []
+        self._writable: list[str] = []
+        self._empty: bytes | None = None     # the empty tmpfs, bound over every hidden folder
+        self._filter = b""
         self._ruleset = -1
+        self._pinned: list[tuple[str, int]] = []
         self._held: list[int] = []
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._results: queue.SimpleQueue = queue.SimpleQueue()
         # The worker's own /proc entries (its environment, memory maps) become root's alone, so
         # the command cannot read them; its children are dumpable again after exec.
         _prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-        if request.user_namespace:
+        if user_namespace:
             try:
                 enter_user_namespace()      # before the thread: the kernel refuses it to a threaded process
             except OSError as err:
                 raise SandboxError(f"the worker could not enter a user namespace ({err.strerror})") from None
-        flags = CLONE_NEWNS if request.hide_with == "mount" else 0
-        if request.network_with == "namespace":
-            flags |= CLONE_NEWNET
+        # The /proc entries of SCV and of whatever started it: their environments hold what a
+        # delegated agent's own was cleaned of.
+        own = [f"/proc/{pid}" for pid in [os.getpid(), *ancestors()]] if flags & CLONE_NEWNS else []
+        if self.plan is not None:
+            try:
+                self._arm(self.plan)
+            except SandboxError:
+                self.plan = None      # the call arms it itself, and says why it cannot
+            else:
+                own += self._hidden
+                self._pinned = _pin([*self.plan.hidden, *self.plan.writable])
         self._handed = False      # the thread got its job (a start, or None: nothing to start)
-        _thread.start_new_thread(self._body, (flags,))   # lighter than threading.Thread, in a fresh worker
+        _thread.start_new_thread(self._body, (flags, own))   # lighter than threading.Thread, in a fresh worker
         if flags:
             # A new thread runs only once it gets the GIL, which this one would keep for the whole
             # policy work; wait until it is inside unshare (which releases it), so the two overlap.
             self._results.get()
 
-    def arm(self, hidden: list[str], rules: list[ll.Rule]) -> None:
-        self._hidden = hidden
+    def fits(self, plan: SandboxPlan) -> bool:
+        """Whether what was applied ahead is this plan, on the same folders and files: one
+        removed and made again since (same path, another inode: the rules and mounts would
+        still name the old one) sends the call down the path that applies it afresh."""
+        if self.plan is None:
+            return True
+        if self.plan != plan:
+            return False
+        for path, fd in self._pinned:
+            try:
+                held, now = os.fstat(fd), os.lstat(path)
+            except OSError:
+                return False
+            if (held.st_dev, held.st_ino) != (now.st_dev, now.st_ino):
+                return False
+        return True
+
+    def _arm(self, plan: SandboxPlan) -> None:
+        self._hidden = list(plan.hidden)
+        self._writable = sorted(set(plan.writable), key=len)      # a root before the roots inside it
+        self._filter = FILTERS.get(plan.sockets, b"")
+        if not self._filter:
+            raise SandboxError(f"no seccomp filter {plan.sockets!r} for this machine ({FILTER_ERROR})")
         try:
-            self._ruleset = build_ruleset(rules, self.request.landlock_abi, self.request.network)
+            self._ruleset = build_ruleset([ll.Rule(path, rights) for path, rights in plan.rules], plan.landlock_abi,
+                                          plan.network)
+        except OSError as err:
+            raise SandboxError(f"the Landlock rules could not be built ({err.strerror})") from None
+
+    def arm(self, plan: SandboxPlan, tmpdir: str) -> None:
+        """The call's plan and its temporary folder; what was applied ahead only gains the folder."""
+        if self.plan is None:
+            self._arm(plan)
+            self._writable.append(tmpdir)
+        else:
+            self._hidden, self._writable = [], [tmpdir]
+        try:
+            add_rules(self._ruleset, [ll.Rule(tmpdir, ll.folder_rights(plan.landlock_abi))])
         except OSError as err:
             raise SandboxError(f"the Landlock rules could not be built ({err.strerror})") from None
 
@@ -225,6 +311,9 @@ class Launcher:
         if self._ruleset >= 0:
             os.close(self._ruleset)
             self._ruleset = -1
+        for _, fd in self._pinned:
+            os.close(fd)
+        self._pinned = []
 
     def spawn(self, start: Callable[[], object]):
         self._handed = True
@@ -236,7 +325,7 @@ class Launcher:
 
     # --- in the spawning thread -----------------------------------------------------------
 
-    def _body(self, flags: int) -> None:
+    def _body(self, flags: int, own: list[str]) -> None:
         early = None
         if flags:
             self._results.put(None)
@@ -248,6 +337,16 @@ class Launcher:
                 for kind, flag in (("mnt", CLONE_NEWNS), ("net", CLONE_NEWNET)):
                     if flags & flag:
                         self._held.append(os.open(f"/proc/thread-self/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC))
+                if flags & CLONE_NEWNS:
+                    # Mount events of the host still reach this namespace; none of ours leave it.
+                    _check(_mount(None, b"/", None, MS_REC | MS_SLAVE, None), "mount(MS_SLAVE)")
+                    # Landlock's write rights do not cover a file's mode, times, owner or extended
+                    # attributes; a read-only mount refuses them all (EROFS). The writable roots
+                    # are bound over themselves and made writable again once the call names them.
+                    _set_read_only(b"/", True, recursive=True)
+                    self._hide_all(own)
+                    if self.plan is not None:
+                        self._writable_again()
             except OSError as err:
                 early = err
         start = self._jobs.get()
@@ -266,20 +365,19 @@ class Launcher:
         except BaseException as err:     # handed to the caller's thread as it is
             self._results.put(err)
 
-    def _hide_all(self) -> None:
+    def _hide_all(self, hidden: list[str]) -> None:
         """One empty, read-only tmpfs over the first hidden folder, bound over every other one
         (cheaper than a tmpfs each); /dev/null, read-only, over anything else."""
-        empty = None
-        for path in self._hidden:
+        for path in hidden:
             target = os.fsencode(path)
             try:
                 if os.path.isdir(path) and not os.path.islink(path):
-                    if empty is None:
+                    if self._empty is None:
                         _check(_mount(b"tmpfs", target, b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                                       EMPTY_TMPFS), f"mount tmpfs on {path}")
-                        empty = target
+                        self._empty = target
                     else:
-                        _check(_mount(empty, target, None, MS_BIND, None), f"bind over {path}")
+                        _check(_mount(self._empty, target, None, MS_BIND, None), f"bind over {path}")
                 else:
                     _check(_mount(b"/dev/null", target, None, MS_BIND, None), f"bind /dev/null on {path}")
                     _check(_mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY, None),
@@ -287,18 +385,75 @@ class Launcher:
             except FileNotFoundError:
                 pass     # gone since the plan was made: nothing left to hide
 
+    def _writable_again(self) -> None:
+        """Each writable root bound over itself (a copy of the read-only mount under it) and
+        made writable again: that mount only, so a read-only mount inside it stays read-only."""
+        for path in self._writable:
+            target = os.fsencode(path)
+            try:
+                _check(_mount(target, target, None, MS_BIND | MS_REC, None), f"bind {path} over itself")
+            except FileNotFoundError:
+                continue     # gone since the plan was made: nothing to write there
+            _set_read_only(target, False, recursive=False)
+
     def _enter(self, flags: int) -> None:
         if flags & CLONE_NEWNS:
-            # Mount events of the host still reach this namespace; none of ours leave it.
-            _check(_mount(None, b"/", None, MS_REC | MS_SLAVE, None), "mount(MS_SLAVE)")
-            self._hide_all()
+            self._writable_again()
+            self._hide_all(self._hidden)
         for capability in range(LAST_CAPABILITY + 1):
             if capability not in KEPT_CAPABILITIES:
                 # Without CAP_SETPCAP (an unprivileged user outside a user namespace) there is nothing to drop.
                 if _prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EPERM:
                     break
         _check(_prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+        seccomp.install(self._filter)
         _check(_syscall(SYS_LANDLOCK_RESTRICT_SELF, self._ruleset, ctypes.c_uint32(0)), "landlock_restrict_self")
+
+
+# --- made ready in a spare worker -------------------------------------------------------------
+
+_prepared: Launcher | None = None
+
+
+def prepare(preparation: str, plan: dict | None = None) -> None:
+    """Run by a spare worker the fork point readied for sandboxed calls (`policy.preparation`):
+    the namespaces, the read-only mounts and the hidden /proc entries, before the call arrives;
+    with the last such call's plan, that plan's rules and mounts too (the next call most often
+    has the same)."""
+    global _prepared
+    parts = preparation.split(",")
+    flags = (CLONE_NEWNS if "mount" in parts else 0) | (CLONE_NEWNET if "network" in parts else 0)
+    try:
+        guess = msgspec.convert(plan, SandboxPlan) if plan else None
+    except msgspec.ValidationError:
+        guess = None
+    try:
+        _prepared = Launcher("userns" in parts, flags, guess)
+    except SandboxError:
+        _prepared = None      # the call makes its own and reports why it cannot
+
+
+def launcher_for(plan: SandboxPlan) -> Launcher:
+    """The launcher the spare made ready when it fits the plan, else a new one."""
+    global _prepared
+    key = (plan.user_namespace, namespace_flags(plan.hide_with, plan.network_with))
+    ready, _prepared = _prepared, None
+    if ready is not None:
+        if ready.key == key and ready.fits(plan):
+            return ready
+        ready.close()
+    return Launcher(*key)
+
+
+def _filters() -> tuple[dict[str, bytes], str]:
+    try:
+        return {kind: seccomp.program(kind) for kind in seccomp.FILTERS}, ""
+    except ValueError as err:
+        return {}, str(err)
+
+
+# Built once, in the fork point.
+FILTERS, FILTER_ERROR = _filters()
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--probe"]:

@@ -32,7 +32,8 @@ def _print(report: dict) -> None:
     click.echo(f"network namespace:  {_yes(k['network_namespace'], k['network_namespace_error'])}")
     c = report["config"]
     click.echo(f"configured:         tools.sandbox = \"{c['mode']}\", sandbox_network = "
-               f"{str(c['network']).lower()}" + (f", sandbox_writable = {c['writable']}" if c["writable"] else ""))
+               f"{str(c['network']).lower()}" + (f", sandbox_writable = {c['writable']}" if c["writable"] else "")
+               + (f", sandbox_fallback = \"{c['fallback']}\"" if c["fallback"] != "refuse" else ""))
     for name, own in c["agents"].items():
         click.echo(f"                    [agents.{name}] sandbox = \"{own['mode']}\", network "
                    f"{'allowed' if own['network'] else 'off'}")
@@ -41,25 +42,33 @@ def _print(report: dict) -> None:
         click.echo(f"a {call['tool']} call runs without a sandbox; with sandbox = \"workspace-write\" it would get:")
     else:
         click.echo(f"a {call['tool']} call gets:")
+    click.echo(f"  tier:             {call['tier']}")
+    for gap in report["tiers"][call["tier"]]:
+        click.echo(f"  not covered:      {gap}")
     if "refused" in call:
         click.echo(f"  refused: {call['refused']}")
         return
     ll = call["landlock"]
     click.echo(f"  mode:             {call['mode']}, {call['network_label']}")
     network = {"namespace": "a fresh network namespace" + (" and Landlock TCP rules" if ll["handled_net"] else ""),
-               "landlock": "Landlock TCP rules only", "none": "not blocked"}[call["network_with"]]
+               "landlock": "Landlock TCP rules, and a seccomp filter allowing TCP sockets only",
+               "none": "not blocked"}[call["network_with"]]
     click.echo(f"  network:          {network}")
     hiding = ("empty read-only mounts in a private mount namespace" if call["hide_with"] == "mount"
               else "Landlock rules granting the siblings along each path")
     click.echo(f"  secrets hidden by {hiding}" + (", in the worker's own user namespace" if call["user_namespace"]
                                                  else ""))
+    click.echo("  metadata:         " + ("every mount read-only but the writable folders" if call["hide_with"] == "mount"
+                                      else "not protected outside the writable folders (no mount namespace)"))
+    click.echo("  UNIX sockets:     none can be made (seccomp), socketpair still works")
     click.echo(f"  landlock:         ABI {ll['abi']}, {ll['rules']} rules; handles {', '.join(ll['handled_fs'])}"
                + (f"; {', '.join(ll['handled_net'])}" if ll["handled_net"] else "")
                + (f"; scoped: {', '.join(ll['scoped'])}" if ll["scoped"] else ""))
     click.echo("  writable:         " + "\n                    ".join(call["writable"]))
     click.echo("  unreadable:       " + ("\n                    ".join(call["hidden"]) or "(none found)"))
     for text in call["dropped"]:
-        click.echo(f"  dropped:          {text}")
+        if text not in report["tiers"][call["tier"]]:
+            click.echo(f"  dropped:          {text}")
 
 
 @sandbox_command.command("check")

@@ -31,6 +31,9 @@ class ToolsConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     sandbox: SandboxMode = "off"
     sandbox_network: bool = False           # with a sandbox: False blocks all network, loopback included
     sandbox_writable: list[str] = []        # extra folders a workspace-write sandbox may write (absolute)
+    # Where namespaces cannot be made: "refuse" the call, or run it with Landlock and seccomp alone
+    # (the user's config only: a project must not weaken the sandbox).
+    sandbox_fallback: Literal["refuse", "landlock-only"] = "refuse"
 
 
 class ProviderSelect(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -132,6 +132,8 @@ class Spawn(msgspec.Struct, tag="spawn", frozen=True):
     call_id: str
     memory_bytes: int
     kind: str = "call"          # "call": one call, then exit; "live": every call of a conversation
+    prepare: str = ""           # the sandbox a spare can make ready for it (scv.core.sandbox.policy.preparation)
+    plan: dict[str, Any] | None = None   # its sandbox plan, which the next such spare applies ahead
 
 
 class Spawned(msgspec.Struct, tag="spawned", frozen=True):

@@ -44,37 +44,62 @@ def homes() -> list[str]:
     return list(dict.fromkeys(os.path.normpath(home) for home in found if home.startswith("/")))
 
 
-def mechanism(mode: str, network: bool, support: KernelSupport) -> dict:
+# What each tier leaves open, for `scv sandbox check` and the refusals.
+NOT_COVERED = {
+    "namespaces": ["files reached through a hard link that already existed inside a writable folder stay "
+                   "writable (the same inode)",
+                   "other processes of the same user keep their /proc entries readable"],
+    "landlock-only": ["the mode, times, owner and extended attributes of files outside the writable folders can "
+                      "be changed (chmod, touch -d, chown, setxattr): no mount namespace makes them read-only",
+                      "the folders on the way to a secret folder can be listed, and entries created there during "
+                      "the call cannot be read",
+                      "the /proc entries of SCV and its ancestors stay readable",
+                      "files reached through a hard link that already existed inside a writable folder stay "
+                      "writable (the same inode)"],
+    "refused": ["the call does not run"],
+}
+FALLBACK_HINT = ("set tools.sandbox_fallback = \"landlock-only\" in your own config.toml to run such calls with "
+                 "Landlock and seccomp alone, or tools.sandbox = \"off\" to run without a sandbox")
+
+
+def mechanism(mode: str, network: bool, support: KernelSupport, fallback: str = "refuse") -> dict:
     """How this kernel enforces the request, with what it cannot enforce; raises RefusedError
-    when a part of the request cannot be enforced at all."""
+    when a part of the request cannot be enforced, or only by a tier the user did not allow."""
     where = f"tools.sandbox = \"{mode}\""
     if support.landlock_abi < 1:
         raise RefusedError(f"the sandbox ({where}) needs Landlock, and {support.landlock_error}; the call was not "
                            "run (set tools.sandbox = \"off\" to run without a sandbox)")
     abi = support.landlock_abi
     dropped = [text for name, text in rules.dropped(abi) if name != "network"]
+    missing = []
+    if not support.mount_namespace:
+        missing.append(("a private mount namespace (to hide the secret folders and keep files outside the writable "
+                        "folders read-only)", support.mount_namespace_error or support.user_namespace_error))
+    if not network and not support.network_namespace:
+        missing.append(("a network namespace (tools.sandbox_network = false)",
+                        support.network_namespace_error or support.user_namespace_error))
+    tier = "landlock-only" if missing else "namespaces"
+    if missing and fallback != "landlock-only":
+        needs = " and ".join(f"{what}, and {why or 'it cannot be made here'}" for what, why in missing)
+        raise RefusedError(f"the sandbox ({where}) needs {needs}; the call was not run ({FALLBACK_HINT})")
     hide_with = "mount" if support.mount_namespace else "rules"
-    if hide_with == "rules":
-        dropped.append("secret locations are hidden by Landlock rules alone, as no mount namespace can be made "
-                       f"({support.mount_namespace_error or support.user_namespace_error}): the folders on the way "
-                       "to them can still be listed, entries created there during the call cannot be read, and "
-                       "daemon sockets (D-Bus, Docker, ssh-agent) stay reachable")
-    network_with = "none"
+    network_with, sockets = "none", "no-unix"
     if not network:
         if support.network_namespace:
             network_with = "namespace"
         elif abi >= 4:
-            network_with = "landlock"
-            dropped.append("UDP, and so DNS, is not blocked: Landlock filters TCP only, and no network namespace can "
-                           f"be made ({support.network_namespace_error or support.user_namespace_error})")
+            network_with, sockets = "landlock", "tcp-only"
         else:
             raise RefusedError(f"the sandbox's network block (tools.sandbox_network = false) needs a network namespace "
                                f"or Landlock ABI 4, and this kernel has neither ("
                                f"{support.network_namespace_error or support.user_namespace_error}; Landlock ABI "
                                f"{abi}); the call was not run (set tools.sandbox_network = true to allow the network)")
+    if tier == "landlock-only":
+        if hide_with == "rules":
+            dropped += NOT_COVERED["landlock-only"][:3]
     user_namespace = not support.cap_sys_admin and (hide_with == "mount" or network_with == "namespace")
     return {"hide_with": hide_with, "network_with": network_with, "user_namespace": user_namespace,
-            "landlock_abi": abi, "dropped": dropped}
+            "landlock_abi": abi, "tier": tier, "sockets": sockets, "dropped": dropped}
 
 
 @functools.lru_cache(maxsize=16)
@@ -93,7 +118,7 @@ def request_for(config: Config, workspace: Path, agent: str | None = None) -> Sa
     doors = tuple((name, os.environ.get(name, "")) for name in ("XDG_RUNTIME_DIR", "SSH_AUTH_SOCK", "GPG_AGENT_INFO"))
     request = SandboxRequest(mode=mode, network=network, writable=list(config.tools.sandbox_writable),
                              hidden=list(_candidates(tuple(homes()), scv_home, os.getuid(), doors)), keep=keep,
-                             **mechanism(mode, network, kernel.support()))
+                             **mechanism(mode, network, kernel.support(), config.tools.sandbox_fallback))
     if request.hide_with == "rules":
         clash = hidden_inside_writable(build_policy(request, str(workspace), _temp_root(), REAL_FS))
         if clash:
@@ -116,7 +141,8 @@ def plan_for(config: Config, workspace: Path, agent: str | None = None) -> Sandb
                                    request.hide_with, REAL_FS)
     return SandboxPlan(mode=request.mode, network=request.network, hide_with=request.hide_with,
                        network_with=request.network_with, user_namespace=request.user_namespace,
-                       landlock_abi=request.landlock_abi,
+                       landlock_abi=request.landlock_abi, sockets=request.sockets,
+                       writable=list(policy.writable),
                        hidden=list(policy.hidden) if request.hide_with == "mount" else [],
                        rules=[(rule.path, rule.rights) for rule in planned])
 

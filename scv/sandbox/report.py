@@ -35,6 +35,7 @@ def configured(config: Config) -> dict[str, Any]:
               for mode, network in [choose.setting(config, name)]
               if (mode, network) != (config.tools.sandbox, config.tools.sandbox_network)}
     return {"mode": config.tools.sandbox, "network": config.tools.sandbox_network,
+            "fallback": config.tools.sandbox_fallback,
             "writable": list(config.tools.sandbox_writable), "agents": agents}
 
 
@@ -50,6 +51,7 @@ def _call(request: SandboxRequest, workspace: Path) -> dict[str, Any]:
         "writable": [*policy.writable, *(f"{home} (made when the agent first runs)" for home in request.keep
                                          if home not in policy.writable), TMPDIR_SHOWN],
         "hidden": list(policy.hidden), "devices": list(policy.devices),
+        "tier": request.tier, "sockets": request.sockets,
         "hide_with": request.hide_with, "network_with": request.network_with,
         "user_namespace": request.user_namespace,
         "landlock": {"abi": abi, "handled_fs": _names(rules.handled_fs(abi), FS_NAMES),
@@ -71,7 +73,7 @@ def call_report(config: Config, workspace: Path, agent: str | None = None) -> di
     try:
         request = choose.request_for(config, workspace, agent)
     except RefusedError as err:
-        report.update({"sandboxed": False, "refused": str(err)})
+        report.update({"sandboxed": False, "tier": "refused", "refused": str(err)})
         return report
     report.update(_call(request, workspace))
     report["sandboxed"] = mode != "off"
@@ -85,4 +87,4 @@ def sandbox_section(config: Config) -> dict[str, Any]:
 
 def full_report(config: Config, workspace: Path, agent: str | None = None) -> dict[str, Any]:
     return {"kernel": msgspec.to_builtins(kernel.support()), "config": configured(config),
-            "call": call_report(config, workspace, agent)}
+            "call": call_report(config, workspace, agent), "tiers": choose.NOT_COVERED}

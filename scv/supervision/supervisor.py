@@ -27,6 +27,7 @@ from scv.core.frames import frame
 from scv.core.messages import (ApprovalRequest, Call, Cancel, Exited, Result, Spawn, Spawned, SpawnFailed,
                                decode_from_fork_point, encode)
 from scv.core.oscalls import REAL, ProcessOps
+from scv.core.sandbox.policy import preparation
 from scv.supervision.relay import EXIT_WAIT_SECONDS, Relay, RelayEnd
 from scv.supervision.worker_channel import PipeChannel
 
@@ -34,6 +35,7 @@ PIPE_SIZE = 1 << 20
 F_SETPIPE_SZ, F_GETPIPE_SZ = 1031, 1032
 PR_SET_CHILD_SUBREAPER = 36
 ONE_CALL, LIVE = "call", "live"     # the two kinds of worker the fork point starts
+SPAWN_PACKET_LIMIT = 32768      # the fork point reads packets of up to 64 KiB
 
 
 class Worker(msgspec.Struct):
@@ -56,6 +58,15 @@ def describe_status(status: int | None) -> str:
         except ValueError:
             return f"signal {sig}"
     return f"exit status {os.waitstatus_to_exitcode(status)}"
+
+
+def _spawn_packet(worker_id: str, memory_bytes: int, kind: str, prepare: str, plan: dict | None) -> bytes:
+    """The Spawn request; the plan rides along only while the packet stays well within one
+    SOCK_SEQPACKET packet (a spare then applies it ahead only when it is small)."""
+    packet = encode(Spawn(call_id=worker_id, memory_bytes=memory_bytes, kind=kind, prepare=prepare, plan=plan))
+    if plan is not None and len(packet) > SPAWN_PACKET_LIMIT:
+        packet = encode(Spawn(call_id=worker_id, memory_bytes=memory_bytes, kind=kind, prepare=prepare))
+    return packet
 
 
 class Supervisor:
@@ -159,7 +170,7 @@ class Supervisor:
         return worker_id, f"{self.instance}/{worker_id}"
 
     def spawn(self, worker_id: str, memory_bytes: int, kind: str,
-              first: bytes = b"") -> tuple[Worker, PipeChannel] | str:
+              first: bytes = b"", prepare: str = "", plan: dict | None = None) -> tuple[Worker, PipeChannel] | str:
         """Asks the fork point for a worker; `first` (framed bytes) is written to its input before
         it exists when the pipe has room for it. Returns the worker and its channel, or why not."""
         self.release()      # a call needs the fork point ready now
@@ -179,7 +190,7 @@ class Supervisor:
         if early:
             channel.send_raw(first)
         try:
-            socket.send_fds(self._sock, [encode(Spawn(call_id=worker_id, memory_bytes=memory_bytes, kind=kind))],
+            socket.send_fds(self._sock, [_spawn_packet(worker_id, memory_bytes, kind, prepare, plan)],
                             [to_r, from_w, err_w])
         except OSError as exc:
             channel.close()
@@ -204,7 +215,8 @@ class Supervisor:
             request = frame(encode(call))
         except ProtocolError as exc:
             return Result(ok=False, value={"error": f"the {call.tool} call is too large to send to a worker ({exc})"})
-        spawned = self.spawn(call_id, memory_bytes, ONE_CALL, first=request)
+        plan = call.options.get("sandbox")
+        spawned = self.spawn(call_id, memory_bytes, ONE_CALL, first=request, prepare=preparation(plan), plan=plan)
         if isinstance(spawned, str):
             return Result(ok=False, value={"error": f"no worker could be started for {call.tool}: {spawned}"})
         worker, channel = spawned

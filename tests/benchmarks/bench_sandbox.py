@@ -79,7 +79,8 @@ def main() -> None:
                                _call(plain, "true"), 200, "-")
                     rules_only = msgspec.structs.replace(support, mount_namespace=False)
                     kernel.support = lambda: rules_only
-                    _ratio("bash `true`, secrets hidden by Landlock rules alone", _call(boxed, "true"),
+                    fallback = _runner(sup, ws, sandbox="workspace-write", sandbox_fallback="landlock-only")
+                    _ratio("bash `true`, landlock-only tier (secrets hidden by Landlock rules)", _call(fallback, "true"),
                            _call(plain, "true"), 200, "-")
                 finally:
                     kernel.support = real_support

@@ -22,6 +22,21 @@ class RealFs:
         except OSError:
             return []
 
+    def entries(self, path: str) -> list[tuple[str, str | None]]:
+        found = []
+        try:
+            with os.scandir(path) as listing:
+                for entry in listing:
+                    try:
+                        kind = ("link" if entry.is_symlink() else "dir" if entry.is_dir(follow_symlinks=False)
+                                else "file" if entry.is_file(follow_symlinks=False) else "other")
+                    except OSError:
+                        kind = None
+                    found.append((entry.name, kind))
+        except OSError:
+            return []
+        return found
+
     def resolve(self, path: str) -> str:
         """The path the kernel reaches (cheaper than os.path.realpath's walk); as given if gone."""
         try:

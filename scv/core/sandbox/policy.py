@@ -30,8 +30,8 @@ HOME_SECRETS = (
 )
 HOST_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/ssh", "/etc/sudoers", "/etc/sudoers.d")
 # Daemons that would run a command outside the sandbox for whoever connects (D-Bus and systemd,
-# container engines). Landlock does not filter connecting to a UNIX socket by path, so only the
-# mount namespace can hide these.
+# container engines). The seccomp filter refuses every UNIX socket already; hiding these too
+# keeps them unreachable should a later filter allow some.
 LOCAL_DOORS = ("/run/dbus", "/run/systemd/private", "/run/docker.sock", "/run/containerd",
                "/run/podman", "/run/snapd.socket", "/run/snapd-snap.socket")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
@@ -50,6 +50,8 @@ class SandboxRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, f
     network_with: str = "none"         # "namespace", "landlock" (TCP only), or "none" (network allowed)
     user_namespace: bool = False       # the worker first enters its own user namespace (no CAP_SYS_ADMIN)
     landlock_abi: int = 1
+    tier: str = "namespaces"           # "namespaces", or "landlock-only" (the user's tools.sandbox_fallback)
+    sockets: str = "no-unix"           # the seccomp filter (workers/seccomp.py): "no-unix" or "tcp-only"
     dropped: list[str] = []            # what this kernel cannot enforce, one sentence each
 
 
@@ -63,8 +65,20 @@ class SandboxPlan(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, froz
     network_with: str
     user_namespace: bool
     landlock_abi: int
+    sockets: str                       # the seccomp filter: "no-unix" or "tcp-only"
+    writable: list[str]                # the writable roots, left writable when the mounts go read-only
     hidden: list[str]                  # resolved and existing when the plan was made
     rules: list[tuple[str, int]]       # (path, Landlock access rights)
+
+
+def preparation(plan: dict | None) -> str:
+    """What a spare worker can make ready for a call with this plan (its `sandbox` option) before
+    the call arrives: "userns", "mount", "network", comma-separated; "" for nothing."""
+    if not plan:
+        return ""
+    parts = [name for name, wanted in (("userns", plan.get("user_namespace")), ("mount", plan.get("hide_with") == "mount"),
+                                       ("network", plan.get("network_with") == "namespace")) if wanted]
+    return ",".join(parts) if "mount" in parts or "network" in parts else ""
 
 
 class KernelSupport(msgspec.Struct, kw_only=True, frozen=True):
@@ -163,7 +177,7 @@ def network_label(request: SandboxRequest | SandboxPlan) -> str:
     if request.network:
         return "network allowed"
     if request.network_with == "landlock":
-        return "no TCP (UDP and DNS stay open: no network namespace)"
+        return "no network (Landlock and seccomp: no network namespace)"
     return "no network"
 
 

@@ -79,6 +79,10 @@ class FsView(Protocol):
     def children(self, path: str) -> list[str]:
         """The names in a folder."""
 
+    def entries(self, path: str) -> list[tuple[str, str | None]]:
+        """(name, kind) for each entry of a folder, as `kind` would say (the real one reads the
+        kinds from the listing itself, without a stat each)."""
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -101,14 +105,13 @@ def _sibling_reads(hidden: Iterable[str], fs: FsView) -> list[Rule]:
 
     def visit(folder: str) -> None:
         rules.append(Rule(folder, READ_DIR))
-        for name in sorted(fs.children(folder)):
+        for name, kind in sorted(fs.entries(folder)):
             entry = posixpath.join(folder, name)
             if entry in hidden:
                 continue
             if entry in on_the_way:
                 visit(entry)
                 continue
-            kind = fs.kind(entry)
             if kind == "dir":
                 rules.append(Rule(entry, READ))
             elif kind in ("file", "other"):
