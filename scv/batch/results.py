@@ -50,6 +50,27 @@ def completed_lines(path: Path) -> dict[str, bytes]:
     return kept
 
 
+def recorded_bases(path: Path | None) -> dict[str, str]:
+    """Repository -> the `base` an earlier run with this output used (isolated tasks), so a
+    resume starts its worktrees where the first run did."""
+    if path is None:
+        return {}
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return {}
+    bases: dict[str, str] = {}
+    for line in data.split(b"\n"):
+        try:
+            value = msgspec.json.decode(line)
+        except msgspec.DecodeError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get("repository"), str) and isinstance(value.get("base"), str):
+            bases.setdefault(value["repository"], value["base"])
+    return bases
+
+
 class ResultSink:
     """Writes result lines to the output file (or stdout), one whole line per write."""
 

@@ -45,6 +45,7 @@ class OneTask(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     task: TaskLine
     line: int = 0
     attempt: int = 1
+    batch: str = "stdout"       # <batch> in an isolated task's branch name
 
 
 class ProgressLine(msgspec.Struct, tag="progress", tag_field="type"):
@@ -67,8 +68,8 @@ def decode_line(raw: bytes) -> RunOneLine:
     return _line_decoder.decode(raw)
 
 
-def encode_task(task: TaskLine, line: int, attempt: int) -> bytes:
-    return _encoder.encode(OneTask(task=task, line=line, attempt=attempt))
+def encode_task(task: TaskLine, line: int, attempt: int, batch: str = "stdout") -> bytes:
+    return _encoder.encode(OneTask(task=task, line=line, attempt=attempt, batch=batch))
 
 
 class _Out:
@@ -152,12 +153,14 @@ class _CallPath:
         self.root = root
         self.calls = None
         self.engine = None
+        self.batch = "stdout"
 
     def _open(self) -> None:
         from scv.batch.local_engine import AgentCalls, LocalEngine
         if self.calls is None:
             self.calls = AgentCalls(self.root, 1)         # the orphan reconcile runs here
             self.engine = LocalEngine(self.calls, 1)
+        self.engine.flow.batch = self.batch
         else:
             from scv.config.load import scv_home
             from scv.delegations.reconcile import reconcile
@@ -169,6 +172,7 @@ class _CallPath:
     def run(self, one: OneTask, stop: list[int], out: _Out) -> dict[str, Any]:
         if stop:
             return {"agent": one.task.agent, "status": "cancelled"}
+        self.batch = one.batch
         try:
             self._open()
             prepared = self.calls.prepare(one.task.agent_args())

@@ -26,6 +26,11 @@ class TaskLine(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     model: str | None = None
     effort: str | None = None
     timeout_seconds: Annotated[int, Meta(ge=1)] | None = None
+    isolate: str | None = None          # "worktree": a git worktree of its own (scv/batch/worktree.py)
+    base: str | None = None             # the commit the worktree starts at; the full id once checked
+    verify: list[str] | None = None     # commands that must all exit 0 after the agent
+    verify_timeout_seconds: Annotated[int, Meta(ge=1)] | None = None
+    attempts: Annotated[int, Meta(ge=1, le=20)] | None = None
 
     def agent_args(self) -> dict[str, Any]:
         fields = ("prompt", "agent", "cwd", "model", "effort", "timeout_seconds")
@@ -38,6 +43,7 @@ class Task:
     spec: TaskLine
     prepared: Any           # what the engine's check returned: the local engine's prepared agent call
     agent: str | None = None    # the agent that runs it, once the runner has picked it
+    batch: str = "stdout"       # <batch> in an isolated task's branch, scv/<batch>/<id>
 
     @property
     def id(self) -> str:
@@ -56,15 +62,17 @@ def _explain(error: msgspec.ValidationError) -> str:
     unknown = re.match(r"Object contains unknown field `([^`]+)`", text)
     if unknown:
         return (f"unknown field {unknown.group(1)!r} (a task takes id, prompt, agent, cwd, model, effort, "
-                "timeout_seconds)")
+                "timeout_seconds, isolate, base, verify, verify_timeout_seconds, attempts)")
     missing = re.match(r"Object missing required field `([^`]+)`", text)
     if missing:
         return f"the field {missing.group(1)!r} is missing"
     return text[0].lower() + text[1:]
 
 
-def load(path: Path, prepare: Callable[[dict[str, Any]], Any]) -> list[Task]:
-    """Reads and checks every line; raises BadInput listing the bad lines by number."""
+def load(path: Path, prepare: Callable[[dict[str, Any]], Any],
+         check: Callable[[TaskLine], str | None] | None = None) -> list[Task]:
+    """Reads and checks every line; raises BadInput listing the bad lines by number. `check`
+    applies the batch's own line fields (isolate, verify, ...) and says what is wrong with a line."""
     data = read_bounded(path, MAX_INPUT_BYTES, "the batch file", "a readable JSONL file")
     tasks, problems, seen = [], [], {}
     for number, raw in enumerate(data.split(b"\n"), start=1):
@@ -86,6 +94,10 @@ def load(path: Path, prepare: Callable[[dict[str, Any]], Any]) -> list[Task]:
             problems.append(f"line {number}: id {spec.id!r} is already used on line {seen[spec.id]}")
             continue
         seen[spec.id] = number
+        problem = check(spec) if check is not None else None
+        if problem is not None:
+            problems.append(f"line {number}: {problem}")
+            continue
         try:
             prepared = prepare(spec.agent_args())
         except ScvError as err:

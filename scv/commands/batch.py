@@ -36,14 +36,22 @@ RAY_ONLY = ("address", "token_file", "schedule_timeout", "retries", "detach", "c
 @click.option("--detach", is_flag=True, help="Ray: the head owns the batch; this command only streams its results "
                                               "and may be stopped and run again to re-attach.")
 @click.option("--cancel", is_flag=True, help="Ray: cancel the detached batch of FILE and --output.")
+@click.option("--isolate", type=click.Choice(["worktree"]), default=None,
+              help="Run every task in its own git worktree on branch scv/<batch>/<id> (a line's isolate wins).")
+@click.option("--verify", "verify", multiple=True, metavar="CMD",
+              help="A check run after each task's agent, in its folder; repeat for more (a line's verify wins).")
+@click.option("--verify-timeout-seconds", type=click.IntRange(min=1), default=None, metavar="S",
+              help="Seconds each check may run (default 600; a line's verify_timeout_seconds wins).")
 @click.option("--run-one", is_flag=True, hidden=True, help="Run one task read as JSON on stdin (docs/batch.md).")
 @click.option("-C", "--workspace", "workspace", metavar="DIR", default=None,
               help="The workspace (default: the current directory).")
 def batch_command(file: Path | None, engine: str, parallel: int | None, output: Path | None, quiet: bool,
                   address: str | None, token_file: Path | None, schedule_timeout: float | None,
-                  retries: int | None, detach: bool, cancel: bool, run_one: bool, workspace: str | None) -> None:
+                  retries: int | None, detach: bool, cancel: bool, isolate: str | None, verify: tuple[str, ...],
+                  verify_timeout_seconds: int | None, run_one: bool, workspace: str | None) -> None:
     """Run a batch of delegated agent calls: FILE has one JSON object per line with an id, a prompt
-    and optionally agent, cwd, model, effort and timeout_seconds.
+    and optionally agent, cwd, model, effort, timeout_seconds, and the batch's own isolate, base,
+    verify, verify_timeout_seconds and attempts (docs/batch.md).
 
     Running the command approves its calls; tools.approval_policy "never" refuses them. One
     result line per task goes to --output (or stdout) as each finishes; progress goes to stderr.
@@ -62,6 +70,9 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
         if file is None:
             raise UsageError("name the batch FILE (one JSON object per line)")
         if engine == "ray":
+            if isolate or verify or verify_timeout_seconds:
+                raise UsageError("--isolate, --verify and --verify-timeout-seconds are for the local engine; with "
+                                 "--engine ray give isolate and verify as line fields")
             from scv.batch.ray_batch import run_ray_batch
             code = run_ray_batch(file, output=output, parallel=parallel, quiet=quiet, address=address,
                                  token_file=token_file, schedule_timeout=schedule_timeout, retries=retries,
@@ -73,7 +84,8 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
             if named:
                 raise UsageError(f"{', '.join(named)} {'is' if len(named) == 1 else 'are'} for --engine ray; add "
                                  "--engine ray or leave them out")
-            code = _local(file, output, parallel, quiet, workspace)
+            code = _local(file, output, parallel, quiet, workspace, isolate, list(verify) or None,
+                          verify_timeout_seconds)
     except ScvError as err:
         click.echo(f"scv: {err}", err=True)
         code = err.exit_code
@@ -82,8 +94,12 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
     sys.exit(code)
 
 
-def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, workspace: str | None) -> int:
+def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, workspace: str | None,
+           isolate: str | None, verify: list[str] | None, verify_timeout_seconds: int | None) -> int:
+    from scv.batch import results
+    from scv.batch.line_options import LineOptions
     from scv.batch.local_engine import AgentCalls, LocalEngine
+    from scv.batch.worktree import batch_name
     from scv.session.context import load_context
 
     limit = parallel or load_context(workspace).config.agent.max_background
@@ -94,9 +110,11 @@ def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, w
                          "pass at most that, or use --engine ray")
     calls = AgentCalls(workspace, limit)
     try:
-        batch = tasks.load(file, calls.prepare)
+        lines = LineOptions(calls.ctx.workspace, batch_name(output), isolate, verify, verify_timeout_seconds,
+                            recorded=results.recorded_bases(output))
+        batch = tasks.load(file, calls.prepare, lines.check)
         sink, todo, skipped = open_output(output, batch)
-        engine = LocalEngine(calls, limit)
+        engine = LocalEngine(calls, limit, batch=lines.batch)
         runner = BatchRunner(engine, todo, sink, progress.choose(sys.stderr, quiet), parallel=limit,
                              prefer=calls.config.agent.prefer, skipped=skipped)
         try:
