@@ -160,7 +160,6 @@ class _CallPath:
         if self.calls is None:
             self.calls = AgentCalls(self.root, 1)         # the orphan reconcile runs here
             self.engine = LocalEngine(self.calls, 1)
-        self.engine.flow.batch = self.batch
         else:
             from scv.config.load import scv_home
             from scv.delegations.reconcile import reconcile
@@ -168,6 +167,7 @@ class _CallPath:
                 reconcile(scv_home())
             except OSError:
                 pass
+        self.engine.flow.batch = self.batch
 
     def run(self, one: OneTask, stop: list[int], out: _Out) -> dict[str, Any]:
         if stop:
