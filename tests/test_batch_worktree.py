@@ -155,3 +155,45 @@ def test_a_killed_driver_leaves_worktrees_that_gc_removes_and_the_resume_reruns(
     assert paths["log"].read_text().splitlines().count("quick edit") == 1     # the completed one kept its branch
     assert worktree_paths(workspace) == [str(workspace)]
     assert json.loads(run_scv("agents", "gc", "--dry-run", "--json").stdout)["worktrees"] == []
+
+
+CHECKED = """prompt="${{@: -1}}"
+printf '%s\\n----\\n' "$prompt" >> {log}
+case "$prompt" in
+  *"The check"*) echo fixed >> shared.txt ;;
+  *) echo "first try" >> shared.txt ;;
+esac
+echo "{{\\"type\\":\\"thread.started\\",\\"thread_id\\":\\"thread-$$\\"}}"
+printf '%s\\n' '{{"type":"item.completed","item":{{"id":"i","type":"agent_message","text":"done"}}}}'
+"""
+
+
+def test_a_check_that_passes_on_the_second_attempt_completes_and_one_that_never_does_fails(tmp_path, monkeypatch,
+                                                                                           workspace):
+    setup_fake_home(tmp_path, monkeypatch)
+    log = tmp_path / "prompts.txt"
+    fake_agent(tmp_path, "codex", CHECKED.format(log=log))
+    make_repo(workspace)
+    batch = write_lines(tmp_path / "b.jsonl",
+                        json.dumps({"id": "fix", "agent": "codex", "prompt": "make it right", "attempts": 3}),
+                        json.dumps({"id": "never", "agent": "codex", "prompt": "try", "attempts": 2,
+                                    "verify": ["true", "echo no luck; exit 4"]}))
+    output = tmp_path / "out.jsonl"
+    proc = run_scv("batch", str(batch), "--isolate", "worktree", "--verify", "grep -q fixed shared.txt",
+                   "--verify", "test -e shared.txt", "--output", str(output), "--parallel", "2", "-C", str(workspace))
+    assert proc.returncode == 1, proc.stderr
+    lines = results(output)
+    fixed = lines["fix"]
+    assert fixed["status"] == "completed" and fixed["verify_attempt"] == 2
+    assert [(c["command"], c["exit_code"]) for c in fixed["verify"]] == [("grep -q fixed shared.txt", 0),
+                                                                         ("test -e shared.txt", 0)]
+    assert git(workspace, "show", "scv/out/fix:shared.txt") == "first line\nfirst try\nfixed\n"
+    never = lines["never"]
+    assert never["status"] == "failed" and never["verify_attempt"] == 2
+    assert never["error"] == "the check `echo no luck; exit 4` failed (exit code 4) after 2 attempt(s)"
+    assert never["verify"][-1] == {"command": "echo no luck; exit 4", "exit_code": 4, "output_tail": "no luck\n"}
+    assert never["branch"] == "scv/out/never"       # a failed task's work is committed too
+    prompts = log.read_text().split("\n----\n")
+    second = [p for p in prompts if "grep -q fixed shared.txt" in p]
+    assert len(second) == 1 and "The check `grep -q fixed shared.txt` failed (exit code 1)" in second[0]
+    assert sum("echo no luck; exit 4" in p for p in prompts) == 1
