@@ -79,9 +79,11 @@ class ResultSink:
         self._stdout = stdout
         self._fd: int | None = None
         self.path = path
+        self.written: list[dict[str, Any]] = []     # every result of the output, for --report
 
     def open(self, kept: dict[str, bytes]) -> None:
         """Rewrites the output file to hold only the completed tasks' lines, then appends to it."""
+        self.written = [msgspec.json.decode(line) for line in kept.values()]
         if self.path is None:
             return
         data = b"".join(line + b"\n" for line in kept.values())
@@ -95,6 +97,7 @@ class ResultSink:
     def write(self, result: dict[str, Any]) -> None:
         line = _encoder.encode(result) + b"\n"
         with self._lock:
+            self.written.append(result)
             if self._fd is None:
                 self._stdout.write(line)
                 self._stdout.flush()

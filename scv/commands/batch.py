@@ -42,13 +42,16 @@ RAY_ONLY = ("address", "token_file", "schedule_timeout", "retries", "detach", "c
               help="A check run after each task's agent, in its folder; repeat for more (a line's verify wins).")
 @click.option("--verify-timeout-seconds", type=click.IntRange(min=1), default=None, metavar="S",
               help="Seconds each check may run (default 600; a line's verify_timeout_seconds wins).")
+@click.option("--report", "report", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="Write the Markdown report (scv batch-report) to FILE when the batch ends.")
 @click.option("--run-one", is_flag=True, hidden=True, help="Run one task read as JSON on stdin (docs/batch.md).")
 @click.option("-C", "--workspace", "workspace", metavar="DIR", default=None,
               help="The workspace (default: the current directory).")
 def batch_command(file: Path | None, engine: str, parallel: int | None, output: Path | None, quiet: bool,
                   address: str | None, token_file: Path | None, schedule_timeout: float | None,
                   retries: int | None, detach: bool, cancel: bool, isolate: str | None, verify: tuple[str, ...],
-                  verify_timeout_seconds: int | None, run_one: bool, workspace: str | None) -> None:
+                  verify_timeout_seconds: int | None, report: Path | None, run_one: bool,
+                  workspace: str | None) -> None:
     """Run a batch of delegated agent calls: FILE has one JSON object per line with an id, a prompt
     and optionally agent, cwd, model, effort, timeout_seconds, and the batch's own isolate, base,
     verify, verify_timeout_seconds and attempts (docs/batch.md).
@@ -70,9 +73,10 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
         if file is None:
             raise UsageError("name the batch FILE (one JSON object per line)")
         if engine == "ray":
-            if isolate or verify or verify_timeout_seconds:
-                raise UsageError("--isolate, --verify and --verify-timeout-seconds are for the local engine; with "
-                                 "--engine ray give isolate and verify as line fields")
+            if isolate or verify or verify_timeout_seconds or report:
+                raise UsageError("--isolate, --verify, --verify-timeout-seconds and --report are for the local "
+                                 "engine; with --engine ray give isolate and verify as line fields, and run "
+                                 "scv batch-report on the output")
             from scv.batch.ray_batch import run_ray_batch
             code = run_ray_batch(file, output=output, parallel=parallel, quiet=quiet, address=address,
                                  token_file=token_file, schedule_timeout=schedule_timeout, retries=retries,
@@ -85,7 +89,7 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
                 raise UsageError(f"{', '.join(named)} {'is' if len(named) == 1 else 'are'} for --engine ray; add "
                                  "--engine ray or leave them out")
             code = _local(file, output, parallel, quiet, workspace, isolate, list(verify) or None,
-                          verify_timeout_seconds)
+                          verify_timeout_seconds, report)
     except ScvError as err:
         click.echo(f"scv: {err}", err=True)
         code = err.exit_code
@@ -95,7 +99,8 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
 
 
 def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, workspace: str | None,
-           isolate: str | None, verify: list[str] | None, verify_timeout_seconds: int | None) -> int:
+           isolate: str | None, verify: list[str] | None, verify_timeout_seconds: int | None,
+           report: Path | None) -> int:
     from scv.batch import results
     from scv.batch.line_options import LineOptions
     from scv.batch.local_engine import AgentCalls, LocalEngine
@@ -118,8 +123,14 @@ def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, w
         runner = BatchRunner(engine, todo, sink, progress.choose(sys.stderr, quiet), parallel=limit,
                              prefer=calls.config.agent.prefer, skipped=skipped)
         try:
-            return drive(runner, sink)
+            code = drive(runner, sink)
         finally:
             engine.close()
+        if report is not None:
+            from scv.batch import report as reports
+            done = {line["id"] for line in sink.written}
+            reports.write_file(report, reports.markdown(sink.written, [t.id for t in batch if t.id not in done])
+                               .encode())
+        return code
     finally:
         calls.close()
