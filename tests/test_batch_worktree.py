@@ -197,3 +197,22 @@ def test_a_check_that_passes_on_the_second_attempt_completes_and_one_that_never_
     second = [p for p in prompts if "grep -q fixed shared.txt" in p]
     assert len(second) == 1 and "The check `grep -q fixed shared.txt` failed (exit code 1)" in second[0]
     assert sum("echo no luck; exit 4" in p for p in prompts) == 1
+
+
+def test_rerun_runs_again_only_the_statuses_it_names(tmp_path, monkeypatch, workspace):
+    setup_fake_home(tmp_path, monkeypatch)
+    log = tmp_path / "prompts.txt"
+    fake_agent(tmp_path, "codex", CHECKED.format(log=log))
+    output = write_lines(tmp_path / "out.jsonl",
+                         json.dumps({"id": "a", "agent": "codex", "status": "failed", "error": "x"}),
+                         json.dumps({"id": "b", "agent": "codex", "status": "timeout"}),
+                         json.dumps({"id": "c", "agent": "codex", "status": "completed"}))
+    batch = write_lines(tmp_path / "b.jsonl", *(json.dumps({"id": i, "agent": "codex", "prompt": f"do {i}"})
+                                                for i in "abc"))
+    bad = run_scv("batch", str(batch), "--output", str(output), "--rerun", "completed", "-C", str(workspace))
+    assert bad.returncode == 2 and "--rerun 'completed' must name statuses other than completed" in bad.stderr
+    proc = run_scv("batch", str(batch), "--output", str(output), "--rerun", "timeout", "-C", str(workspace))
+    assert proc.returncode == 1, proc.stderr        # a kept failed task still fails the batch
+    assert {k: v["status"] for k, v in results(output).items()} == {"a": "failed", "b": "completed",
+                                                                     "c": "completed"}
+    assert [p for p in log.read_text().split("\n----\n") if p] == ["do b"]

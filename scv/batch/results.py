@@ -21,8 +21,19 @@ COMPLETED = "completed"
 _encoder = msgspec.json.Encoder()
 
 
-def completed_lines(path: Path) -> dict[str, bytes]:
-    """Task id -> its result line, for the tasks an earlier run completed."""
+def parse_rerun(text: str | None) -> frozenset[str] | None:
+    """`--rerun failed,timeout`: the statuses a resume runs again (None: every one but completed)."""
+    if text is None:
+        return None
+    statuses = frozenset(part.strip() for part in text.split(",") if part.strip())
+    if not statuses or COMPLETED in statuses:
+        raise UsageError(f"--rerun {text!r} must name statuses other than completed, such as failed,timeout,lost")
+    return statuses
+
+
+def completed_lines(path: Path, rerun: frozenset[str] | None = None) -> dict[str, bytes]:
+    """Task id -> its result line, for the tasks an earlier run completed (and, with `rerun`,
+    the tasks whose status is not one to run again)."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -45,7 +56,7 @@ def completed_lines(path: Path) -> dict[str, bytes]:
         if not isinstance(value, dict) or not isinstance(value.get("id"), str):
             raise UsageError(f"the output file {path} line {number} is not a batch result; pass another --output or "
                              "remove the file")
-        if value.get("status") == COMPLETED:
+        if value.get("status") == COMPLETED or (rerun is not None and value.get("status") not in rerun):
             kept[value["id"]] = line
     return kept
 

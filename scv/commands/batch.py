@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from scv.batch import progress, tasks
+from scv.batch import results as results_module
 from scv.batch.drive import drive, open_output
 from scv.batch.runner import BatchRunner
 from scv.core.errors import EXIT_SIGINT, ScvError, UsageError
@@ -42,6 +43,9 @@ RAY_ONLY = ("address", "token_file", "schedule_timeout", "retries", "detach", "c
               help="A check run after each task's agent, in its folder; repeat for more (a line's verify wins).")
 @click.option("--verify-timeout-seconds", type=click.IntRange(min=1), default=None, metavar="S",
               help="Seconds each check may run (default 600; a line's verify_timeout_seconds wins).")
+@click.option("--rerun", default=None, metavar="STATUSES",
+              help="On resume, run again only tasks with these statuses, such as failed,timeout,lost (default: "
+                   "every task not completed).")
 @click.option("--report", "report", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
               help="Write the Markdown report (scv batch-report) to FILE when the batch ends.")
 @click.option("--run-one", is_flag=True, hidden=True, help="Run one task read as JSON on stdin (docs/batch.md).")
@@ -50,7 +54,7 @@ RAY_ONLY = ("address", "token_file", "schedule_timeout", "retries", "detach", "c
 def batch_command(file: Path | None, engine: str, parallel: int | None, output: Path | None, quiet: bool,
                   address: str | None, token_file: Path | None, schedule_timeout: float | None,
                   retries: int | None, detach: bool, cancel: bool, isolate: str | None, verify: tuple[str, ...],
-                  verify_timeout_seconds: int | None, report: Path | None, run_one: bool,
+                  verify_timeout_seconds: int | None, rerun: str | None, report: Path | None, run_one: bool,
                   workspace: str | None) -> None:
     """Run a batch of delegated agent calls: FILE has one JSON object per line with an id, a prompt
     and optionally agent, cwd, model, effort, timeout_seconds, and the batch's own isolate, base,
@@ -73,8 +77,8 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
         if file is None:
             raise UsageError("name the batch FILE (one JSON object per line)")
         if engine == "ray":
-            if isolate or verify or verify_timeout_seconds or report:
-                raise UsageError("--isolate, --verify, --verify-timeout-seconds and --report are for the local "
+            if isolate or verify or verify_timeout_seconds or report or rerun:
+                raise UsageError("--isolate, --verify, --verify-timeout-seconds, --rerun and --report are for the local "
                                  "engine; with --engine ray give isolate and verify as line fields, and run "
                                  "scv batch-report on the output")
             from scv.batch.ray_batch import run_ray_batch
@@ -89,7 +93,7 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
                 raise UsageError(f"{', '.join(named)} {'is' if len(named) == 1 else 'are'} for --engine ray; add "
                                  "--engine ray or leave them out")
             code = _local(file, output, parallel, quiet, workspace, isolate, list(verify) or None,
-                          verify_timeout_seconds, report)
+                          verify_timeout_seconds, results_module.parse_rerun(rerun), report)
     except ScvError as err:
         click.echo(f"scv: {err}", err=True)
         code = err.exit_code
@@ -100,7 +104,7 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
 
 def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, workspace: str | None,
            isolate: str | None, verify: list[str] | None, verify_timeout_seconds: int | None,
-           report: Path | None) -> int:
+           rerun: frozenset[str] | None, report: Path | None) -> int:
     from scv.batch import results
     from scv.batch.line_options import LineOptions
     from scv.batch.local_engine import AgentCalls, LocalEngine
@@ -118,7 +122,7 @@ def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, w
         lines = LineOptions(calls.ctx.workspace, batch_name(output), isolate, verify, verify_timeout_seconds,
                             recorded=results.recorded_bases(output))
         batch = tasks.load(file, calls.prepare, lines.check)
-        sink, todo, skipped = open_output(output, batch)
+        sink, todo, skipped = open_output(output, batch, rerun)
         engine = LocalEngine(calls, limit, batch=lines.batch)
         runner = BatchRunner(engine, todo, sink, progress.choose(sys.stderr, quiet), parallel=limit,
                              prefer=calls.config.agent.prefer, skipped=skipped)
