@@ -26,9 +26,9 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
 
 
-def _repository(root: Path) -> Path:
+def _repository(root: Path, files: int = FILES) -> Path:
     repo = root / "ws"
-    for i in range(FILES):
+    for i in range(files):
         folder = repo / f"d{i // 100}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"f{i}.txt").write_text(f"file {i}\n")
@@ -73,7 +73,8 @@ def main(root: Path, home: Path) -> None:
     plain, ours = _per_task(repo, home)
     print(f"   worktree per task on {FILES} files: git worktree add alone {plain * 1000:.0f} ms, SCV's set-up and "
           f"teardown {ours * 1000:.0f} ms (ratio {ours / plain:.2f}x)")
-    calls = AgentCalls(str(repo), PARALLEL)
+    small = _repository(root / "small", 10)        # the batch's cost, not a big checkout's
+    calls = AgentCalls(str(small), PARALLEL)
     try:
         shared = _batch(calls, root, None)
         isolated = _batch(calls, root, "worktree")
