@@ -95,11 +95,12 @@ class TaskFlow:
             checks = self._checks(spec.verify, spec.verify_timeout_seconds or DEFAULT_VERIFY_TIMEOUT, folder, cancel,
                                   on_progress)
             value["verify"], value["verify_attempt"] = checks, number
+            if cancel.cancelled:        # stopped during a check: the work was not checked
+                value["status"] = "cancelled"
+                return False, value
             failed = next((check for check in checks if check["exit_code"] != 0), None)
             if failed is None:
                 return ok, value
-            if cancel.cancelled:
-                return False, value
             if number == attempts:
                 value["status"] = "failed"
                 value["error"] = (f"the check `{failed['command']}` failed (exit code {failed['exit_code']}) after "
