@@ -216,3 +216,24 @@ def test_rerun_runs_again_only_the_statuses_it_names(tmp_path, monkeypatch, work
     assert {k: v["status"] for k, v in results(output).items()} == {"a": "failed", "b": "completed",
                                                                      "c": "completed"}
     assert [p for p in log.read_text().split("\n----\n") if p] == ["do b"]
+
+
+def test_sigint_during_a_check_cancels_the_task_and_removes_its_worktree(tmp_path, monkeypatch, workspace):
+    setup_fake_home(tmp_path, monkeypatch)
+    fake_agent(tmp_path, "codex", CHECKED.format(log=tmp_path / "prompts.txt"))
+    base = make_repo(workspace)
+    marker = tmp_path / "check.pid"
+    batch = write_lines(tmp_path / "b.jsonl", json.dumps({"id": "t", "agent": "codex", "prompt": "go",
+                                                          "isolate": "worktree"}))
+    output = tmp_path / "out.jsonl"
+    with scv_process("batch", str(batch), "--verify", f"echo $$ > {marker}; exec sleep 300", "--output", str(output),
+                     "-C", str(workspace)) as proc:
+        wait_for(lambda: marker.exists() and marker.read_text().strip(), what="the check to start")
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    line = results(output)["t"]
+    assert line["status"] == "cancelled" and line["commit"] is None
+    wait_for(lambda: gone([int(marker.read_text())]), what="the check's process to stop")
+    assert worktree_paths(workspace) == [str(workspace)]
+    assert git(workspace, "rev-parse", "scv/out/t").strip() == base     # the uncommitted work was discarded
