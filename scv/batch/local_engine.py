@@ -85,7 +85,7 @@ class AgentCalls:
         """A ToolRunner; in `workspace` (a task's worktree or folder) instead of the batch's own."""
         if workspace is None:
             return self._make()
-        from scv.calls import ToolRunner
+        from scv.session.calls import ToolRunner
         ctx = msgspec.structs.replace(self.ctx, workspace=Path(workspace))
         return ToolRunner(self.supervisor, self.registry, ctx, _approved)
 
@@ -119,7 +119,7 @@ class LocalEngine:
 
     def __init__(self, calls: AgentCalls, slots: int, node: Node | None = None, batch: str = "stdout"):
         from scv.batch.task_flow import TaskFlow
-        from scv.config import scv_home
+        from scv.config.load import scv_home
         self.calls = calls
         self.flow = TaskFlow(calls, batch, scv_home())
         self.slots = max(1, slots)

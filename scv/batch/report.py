@@ -15,7 +15,7 @@ from xml.etree import ElementTree
 import msgspec
 
 from scv.batch.results import COMPLETED
-from scv.errors import UsageError
+from scv.core.errors import UsageError
 
 ERRORS = ("cancelled", "lost", "quota")
 SLOWEST = 5

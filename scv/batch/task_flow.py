@@ -14,8 +14,8 @@ from typing import Any, Callable
 from scv.batch import worktree
 from scv.batch.results import COMPLETED
 from scv.batch.tasks import Task
-from scv.cancellation import Cancellation
-from scv.errors import ScvError
+from scv.core.cancellation import Cancellation
+from scv.core.errors import ScvError
 
 REPORT_TAIL_BYTES = 2048
 DEFAULT_VERIFY_TIMEOUT = 600

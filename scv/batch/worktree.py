@@ -21,8 +21,8 @@ from typing import Any, Iterator
 
 import msgspec
 
-from scv.delegations.processes import alive, start_time
-from scv.errors import ScvError
+from scv.core.delegations.processes import alive, start_time
+from scv.core.errors import ScvError
 
 DEFAULT_AUTHOR = "SCV <scv@localhost>"
 GIT_TIMEOUT_SECONDS = 300

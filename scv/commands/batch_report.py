@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from scv.batch import report as reports
-from scv.errors import ScvError, UsageError
+from scv.core.errors import ScvError, UsageError
 
 
 def _task_ids(path: Path) -> list[str]:
