@@ -95,6 +95,7 @@ COMMANDS = {
     "agents": "scv.commands.agents:agents_command",
     "status": "scv.commands.status:status_command",
     "batch": "scv.commands.batch:batch_command",
+    "batch-report": "scv.commands.batch_report:batch_report_command",
     "config": "scv.commands.config:config_command",
     "cluster": "scv.commands.cluster:cluster_command",
     "sandbox": "scv.commands.sandbox:sandbox_command",
@@ -110,7 +111,9 @@ COMMAND_HELP = {
     "agents": "Delegated agents: sign them in, list the running ones, stop them, remove old transcripts.",
     "status": "Count this SCV_HOME's delegations: running, idle, orphans awaiting cleanup, orphans stopped.",
     "batch": "Run a batch of delegated agent calls: FILE has one JSON object per line with an id, a prompt and "
-             "optionally agent, cwd, model, effort and timeout_seconds.",
+             "optionally agent, cwd, model, effort, timeout_seconds, and the batch's own isolate, base, verify, "
+             "verify_timeout_seconds and attempts (docs/batch.md).",
+    "batch-report": "Summarise scv batch's results file for people (Markdown) and CI (JUnit XML).",
     "config": "The configuration SCV uses: $SCV_HOME/config.toml and the workspace's .scv/config.toml.",
     "cluster": "This machine in a Ray cluster for scv batch --engine ray: start the head, join it with the agents "
                "signed in here, see the nodes, leave (needs scv[ray]).",

@@ -7,6 +7,7 @@ a task on a Ray node gets the same result object as a local one."""
 import queue
 import threading
 import time
+from pathlib import Path
 from typing import Any, Iterable
 
 import msgspec
@@ -74,12 +75,19 @@ class AgentCalls:
         from scv.agents.offered import discover
         return list(discover())
 
-    def prepare(self, args: dict[str, Any]) -> Any:
-        """Raises ScvError (with the sentence for the user) when the call would be refused."""
-        return self._checker.prepare("agent", args)
+    def prepare(self, args: dict[str, Any], workspace: str | None = None) -> Any:
+        """Raises ScvError (with the sentence for the user) when the call would be refused. A
+        `workspace` (a task's worktree) stands in for the batch's own."""
+        checker = self._checker if workspace is None else self.runner(workspace)
+        return checker.prepare("agent", args)
 
-    def runner(self) -> Any:
-        return self._make()
+    def runner(self, workspace: str | None = None) -> Any:
+        """A ToolRunner; in `workspace` (a task's worktree or folder) instead of the batch's own."""
+        if workspace is None:
+            return self._make()
+        from scv.session.calls import ToolRunner
+        ctx = msgspec.structs.replace(self.ctx, workspace=Path(workspace))
+        return ToolRunner(self.supervisor, self.registry, ctx, _approved)
 
     @staticmethod
     def run(runner: Any, prepared: Any, cancel: Cancellation, on_progress) -> tuple[bool, dict[str, Any]]:
@@ -109,8 +117,11 @@ def finish_value(ok: bool, value: dict[str, Any], cancelled: bool) -> dict[str, 
 class LocalEngine:
     cancel_wait = SETTLE_SECONDS
 
-    def __init__(self, calls: AgentCalls, slots: int, node: Node | None = None):
+    def __init__(self, calls: AgentCalls, slots: int, node: Node | None = None, batch: str = "stdout"):
+        from scv.batch.task_flow import TaskFlow
+        from scv.config.load import scv_home
         self.calls = calls
+        self.flow = TaskFlow(calls, batch, scv_home())
         self.slots = max(1, slots)
         self.node = node or this_machine()
         self._events: queue.Queue[Event | None] = queue.Queue()
@@ -153,8 +164,8 @@ class LocalEngine:
             return
         self._events.put(Started(task_id, attempt, self.node))
         try:
-            ok, value = self.calls.run(runner, submission.task.prepared, cancel,
-                                       lambda line: self._events.put(Progress(task_id, attempt, self.node, line)))
+            ok, value = self.flow.run(runner, submission.task, cancel,
+                                      lambda line: self._events.put(Progress(task_id, attempt, self.node, line)))
         except ScvError as exc:     # a refusal at run time (all conversations busy, ...) fails the task
             ok, value = False, {"status": "failed", "error": str(exc)}
         except Exception as exc:

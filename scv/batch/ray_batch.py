@@ -38,7 +38,12 @@ def run_ray_batch(file: Path, *, output: Path | None, parallel: int | None, quie
         raise UsageError("--detach and --cancel need --address (the head keeps the batch) and --output (where its "
                          "results go)")
     ctx = load_context(workspace)
-    batch = tasks.load(file, checker(ctx.config))
+    from scv.batch.line_options import LineOptions
+    from scv.batch.worktree import batch_name
+    lines = LineOptions(ctx.workspace, batch_name(output), recorded=results.recorded_bases(output))
+    batch = tasks.load(file, checker(ctx.config), lines.check)
+    for task in batch:
+        task.batch = lines.batch
     token = token_file or default_token(scv_home())
     if detach or cancel:
         from scv.cluster.connect import client_environment, import_ray

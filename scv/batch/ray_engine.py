@@ -75,7 +75,7 @@ class RayEngine:
 
     def submit(self, submission: Submission) -> None:
         task = submission.task
-        payload = encode_task(task.spec, task.line, submission.attempt)
+        payload = encode_task(task.spec, task.line, submission.attempt, task.batch)
         self._gens[submission.key] = self._run_task.options(
             resources={slots_resource(task.agent): 1}, name=f"scv {task.id} #{submission.attempt}").remote(payload)
 

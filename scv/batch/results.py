@@ -21,8 +21,19 @@ COMPLETED = "completed"
 _encoder = msgspec.json.Encoder()
 
 
-def completed_lines(path: Path) -> dict[str, bytes]:
-    """Task id -> its result line, for the tasks an earlier run completed."""
+def parse_rerun(text: str | None) -> frozenset[str] | None:
+    """`--rerun failed,timeout`: the statuses a resume runs again (None: every one but completed)."""
+    if text is None:
+        return None
+    statuses = frozenset(part.strip() for part in text.split(",") if part.strip())
+    if not statuses or COMPLETED in statuses:
+        raise UsageError(f"--rerun {text!r} must name statuses other than completed, such as failed,timeout,lost")
+    return statuses
+
+
+def completed_lines(path: Path, rerun: frozenset[str] | None = None) -> dict[str, bytes]:
+    """Task id -> its result line, for the tasks an earlier run completed (and, with `rerun`,
+    the tasks whose status is not one to run again)."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -45,9 +56,30 @@ def completed_lines(path: Path) -> dict[str, bytes]:
         if not isinstance(value, dict) or not isinstance(value.get("id"), str):
             raise UsageError(f"the output file {path} line {number} is not a batch result; pass another --output or "
                              "remove the file")
-        if value.get("status") == COMPLETED:
+        if value.get("status") == COMPLETED or (rerun is not None and value.get("status") not in rerun):
             kept[value["id"]] = line
     return kept
+
+
+def recorded_bases(path: Path | None) -> dict[str, str]:
+    """Repository -> the `base` an earlier run with this output used (isolated tasks), so a
+    resume starts its worktrees where the first run did."""
+    if path is None:
+        return {}
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return {}
+    bases: dict[str, str] = {}
+    for line in data.split(b"\n"):
+        try:
+            value = msgspec.json.decode(line)
+        except msgspec.DecodeError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get("repository"), str) and isinstance(value.get("base"), str):
+            bases.setdefault(value["repository"], value["base"])
+    return bases
 
 
 class ResultSink:
@@ -58,9 +90,11 @@ class ResultSink:
         self._stdout = stdout
         self._fd: int | None = None
         self.path = path
+        self.written: list[dict[str, Any]] = []     # every result of the output, for --report
 
     def open(self, kept: dict[str, bytes]) -> None:
         """Rewrites the output file to hold only the completed tasks' lines, then appends to it."""
+        self.written = [msgspec.json.decode(line) for line in kept.values()]
         if self.path is None:
             return
         data = b"".join(line + b"\n" for line in kept.values())
@@ -74,6 +108,7 @@ class ResultSink:
     def write(self, result: dict[str, Any]) -> None:
         line = _encoder.encode(result) + b"\n"
         with self._lock:
+            self.written.append(result)
             if self._fd is None:
                 self._stdout.write(line)
                 self._stdout.flush()

@@ -45,6 +45,7 @@ class OneTask(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     task: TaskLine
     line: int = 0
     attempt: int = 1
+    batch: str = "stdout"       # <batch> in an isolated task's branch name
 
 
 class ProgressLine(msgspec.Struct, tag="progress", tag_field="type"):
@@ -67,8 +68,8 @@ def decode_line(raw: bytes) -> RunOneLine:
     return _line_decoder.decode(raw)
 
 
-def encode_task(task: TaskLine, line: int, attempt: int) -> bytes:
-    return _encoder.encode(OneTask(task=task, line=line, attempt=attempt))
+def encode_task(task: TaskLine, line: int, attempt: int, batch: str = "stdout") -> bytes:
+    return _encoder.encode(OneTask(task=task, line=line, attempt=attempt, batch=batch))
 
 
 class _Out:
@@ -152,6 +153,7 @@ class _CallPath:
         self.root = root
         self.calls = None
         self.engine = None
+        self.batch = "stdout"
 
     def _open(self) -> None:
         from scv.batch.local_engine import AgentCalls, LocalEngine
@@ -165,10 +167,12 @@ class _CallPath:
                 reconcile(scv_home())
             except OSError:
                 pass
+        self.engine.flow.batch = self.batch
 
     def run(self, one: OneTask, stop: list[int], out: _Out) -> dict[str, Any]:
         if stop:
             return {"agent": one.task.agent, "status": "cancelled"}
+        self.batch = one.batch
         try:
             self._open()
             prepared = self.calls.prepare(one.task.agent_args())

@@ -29,6 +29,11 @@ class TaskLine(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # A JSON Schema inline, or a path relative to the batch file, read once by `load` (so a Ray
     # task carries the object, never a path of the driver's machine).
     schema: dict[str, Any] | str | None = None
+    isolate: str | None = None          # "worktree": a git worktree of its own (scv/batch/worktree.py)
+    base: str | None = None             # the commit the worktree starts at; the full id once checked
+    verify: list[str] | None = None     # commands that must all exit 0 after the agent
+    verify_timeout_seconds: Annotated[int, Meta(ge=1)] | None = None
+    attempts: Annotated[int, Meta(ge=1, le=20)] | None = None
 
     def agent_args(self) -> dict[str, Any]:
         fields = ("prompt", "agent", "cwd", "model", "effort", "timeout_seconds", "schema")
@@ -41,6 +46,7 @@ class Task:
     spec: TaskLine
     prepared: Any           # what the engine's check returned: the local engine's prepared agent call
     agent: str | None = None    # the agent that runs it, once the runner has picked it
+    batch: str = "stdout"       # <batch> in an isolated task's branch, scv/<batch>/<id>
 
     @property
     def id(self) -> str:
@@ -59,7 +65,7 @@ def _explain(error: msgspec.ValidationError) -> str:
     unknown = re.match(r"Object contains unknown field `([^`]+)`", text)
     if unknown:
         return (f"unknown field {unknown.group(1)!r} (a task takes id, prompt, agent, cwd, model, effort, "
-                "timeout_seconds, schema)")
+                "timeout_seconds, schema, isolate, base, verify, verify_timeout_seconds, attempts)")
     missing = re.match(r"Object missing required field `([^`]+)`", text)
     if missing:
         return f"the field {missing.group(1)!r} is missing"
@@ -74,8 +80,10 @@ def _schema_file(batch: Path, name: str) -> dict[str, Any]:
         raise UsageError(f"{err} (a schema path is relative to the batch file)") from None
 
 
-def load(path: Path, prepare: Callable[[dict[str, Any]], Any]) -> list[Task]:
-    """Reads and checks every line; raises BadInput listing the bad lines by number."""
+def load(path: Path, prepare: Callable[[dict[str, Any]], Any],
+         check: Callable[[TaskLine], str | None] | None = None) -> list[Task]:
+    """Reads and checks every line; raises BadInput listing the bad lines by number. `check`
+    applies the batch's own line fields (isolate, verify, ...) and says what is wrong with a line."""
     data = read_bounded(path, MAX_INPUT_BYTES, "the batch file", "a readable JSONL file")
     tasks, problems, seen = [], [], {}
     for number, raw in enumerate(data.split(b"\n"), start=1):
@@ -103,6 +111,10 @@ def load(path: Path, prepare: Callable[[dict[str, Any]], Any]) -> list[Task]:
             except ScvError as err:
                 problems.append(f"line {number}: {err}")
                 continue
+        problem = check(spec) if check is not None else None
+        if problem is not None:
+            problems.append(f"line {number}: {problem}")
+            continue
         try:
             prepared = prepare(spec.agent_args())
         except ScvError as err:

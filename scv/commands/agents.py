@@ -107,7 +107,8 @@ def kill_command(handle: str | None, orphans: bool, as_json: bool) -> None:
               help="Remove transcripts last written before this age (such as 7d, 12h; at least 1h).")
 @click.option("--json", "as_json", is_flag=True, help="Print what was (or would be) removed as JSON.")
 def gc_command(agent: str | None, dry_run: bool, older_than: str, as_json: bool) -> None:
-    """Remove old transcripts from the agents' private homes; live conversations' are kept."""
+    """Remove old transcripts from the agents' private homes (live conversations' are kept), and the
+    git worktrees of scv batch runs whose driver is gone (their branches are kept)."""
     known = list(transcripts_gc.transcript_folders(Path("/")))
     if agent is not None and agent not in known:
         extra = " (it keeps no transcripts SCV knows)" if agent in DESCRIPTORS else ""
@@ -117,11 +118,17 @@ def gc_command(agent: str | None, dry_run: bool, older_than: str, as_json: bool)
     except ValueError as err:
         raise UsageError(str(err)) from None
     swept = transcripts_gc.sweep(scv_home(), age, [agent] if agent else None, dry_run=dry_run)
+    from scv.batch import worktree
+    worktrees = worktree.sweep(scv_home(), dry_run=dry_run) if agent is None else []
     if as_json:
         _emit({"dry_run": dry_run, "agents": [{"agent": r.agent, "files": [str(f) for f in r.files],
-                                               "bytes": r.bytes, "kept_live": r.kept_live} for r in swept]})
+                                               "bytes": r.bytes, "kept_live": r.kept_live} for r in swept],
+               "worktrees": worktrees})
         return
     verb = "would remove" if dry_run else "removed"
+    for found in worktrees:
+        click.echo(f"worktree: {verb} {found['path']} (repository {found['repository']}, branch {found['branch']} "
+                   "kept)")
     for result in swept:
         kept = f", kept {result.kept_live} of live conversations" if result.kept_live else ""
         click.echo(f"{result.agent}: {verb} {len(result.files)} file(s), {result.bytes} bytes{kept}")

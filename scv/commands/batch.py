@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from scv.batch import progress, tasks
+from scv.batch import results as results_module
 from scv.batch.drive import drive, open_output
 from scv.batch.runner import BatchRunner
 from scv.core.errors import EXIT_SIGINT, ScvError, UsageError
@@ -36,14 +37,28 @@ RAY_ONLY = ("address", "token_file", "schedule_timeout", "retries", "detach", "c
 @click.option("--detach", is_flag=True, help="Ray: the head owns the batch; this command only streams its results "
                                               "and may be stopped and run again to re-attach.")
 @click.option("--cancel", is_flag=True, help="Ray: cancel the detached batch of FILE and --output.")
+@click.option("--isolate", type=click.Choice(["worktree"]), default=None,
+              help="Run every task in its own git worktree on branch scv/<batch>/<id> (a line's isolate wins).")
+@click.option("--verify", "verify", multiple=True, metavar="CMD",
+              help="A check run after each task's agent, in its folder; repeat for more (a line's verify wins).")
+@click.option("--verify-timeout-seconds", type=click.IntRange(min=1), default=None, metavar="S",
+              help="Seconds each check may run (default 600; a line's verify_timeout_seconds wins).")
+@click.option("--rerun", default=None, metavar="STATUSES",
+              help="On resume, run again only tasks with these statuses, such as failed,timeout,lost (default: "
+                   "every task not completed).")
+@click.option("--report", "report", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="Write the Markdown report (scv batch-report) to FILE when the batch ends.")
 @click.option("--run-one", is_flag=True, hidden=True, help="Run one task read as JSON on stdin (docs/batch.md).")
 @click.option("-C", "--workspace", "workspace", metavar="DIR", default=None,
               help="The workspace (default: the current directory).")
 def batch_command(file: Path | None, engine: str, parallel: int | None, output: Path | None, quiet: bool,
                   address: str | None, token_file: Path | None, schedule_timeout: float | None,
-                  retries: int | None, detach: bool, cancel: bool, run_one: bool, workspace: str | None) -> None:
+                  retries: int | None, detach: bool, cancel: bool, isolate: str | None, verify: tuple[str, ...],
+                  verify_timeout_seconds: int | None, rerun: str | None, report: Path | None, run_one: bool,
+                  workspace: str | None) -> None:
     """Run a batch of delegated agent calls: FILE has one JSON object per line with an id, a prompt
-    and optionally agent, cwd, model, effort and timeout_seconds.
+    and optionally agent, cwd, model, effort, timeout_seconds, and the batch's own isolate, base,
+    verify, verify_timeout_seconds and attempts (docs/batch.md).
 
     Running the command approves its calls; tools.approval_policy "never" refuses them. One
     result line per task goes to --output (or stdout) as each finishes; progress goes to stderr.
@@ -62,6 +77,10 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
         if file is None:
             raise UsageError("name the batch FILE (one JSON object per line)")
         if engine == "ray":
+            if isolate or verify or verify_timeout_seconds or report or rerun:
+                raise UsageError("--isolate, --verify, --verify-timeout-seconds, --rerun and --report are for the local "
+                                 "engine; with --engine ray give isolate and verify as line fields, and run "
+                                 "scv batch-report on the output")
             from scv.batch.ray_batch import run_ray_batch
             code = run_ray_batch(file, output=output, parallel=parallel, quiet=quiet, address=address,
                                  token_file=token_file, schedule_timeout=schedule_timeout, retries=retries,
@@ -73,7 +92,8 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
             if named:
                 raise UsageError(f"{', '.join(named)} {'is' if len(named) == 1 else 'are'} for --engine ray; add "
                                  "--engine ray or leave them out")
-            code = _local(file, output, parallel, quiet, workspace)
+            code = _local(file, output, parallel, quiet, workspace, isolate, list(verify) or None,
+                          verify_timeout_seconds, results_module.parse_rerun(rerun), report)
     except ScvError as err:
         click.echo(f"scv: {err}", err=True)
         code = err.exit_code
@@ -82,8 +102,13 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
     sys.exit(code)
 
 
-def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, workspace: str | None) -> int:
+def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, workspace: str | None,
+           isolate: str | None, verify: list[str] | None, verify_timeout_seconds: int | None,
+           rerun: frozenset[str] | None, report: Path | None) -> int:
+    from scv.batch import results
+    from scv.batch.line_options import LineOptions
     from scv.batch.local_engine import AgentCalls, LocalEngine
+    from scv.batch.worktree import batch_name
     from scv.session.context import load_context
 
     limit = parallel or load_context(workspace).config.agent.max_background
@@ -94,14 +119,22 @@ def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, w
                          "pass at most that, or use --engine ray")
     calls = AgentCalls(workspace, limit)
     try:
-        batch = tasks.load(file, calls.prepare)
-        sink, todo, skipped = open_output(output, batch)
-        engine = LocalEngine(calls, limit)
+        lines = LineOptions(calls.ctx.workspace, batch_name(output), isolate, verify, verify_timeout_seconds,
+                            recorded=results.recorded_bases(output))
+        batch = tasks.load(file, calls.prepare, lines.check)
+        sink, todo, skipped = open_output(output, batch, rerun)
+        engine = LocalEngine(calls, limit, batch=lines.batch)
         runner = BatchRunner(engine, todo, sink, progress.choose(sys.stderr, quiet), parallel=limit,
                              prefer=calls.config.agent.prefer, skipped=skipped)
         try:
-            return drive(runner, sink)
+            code = drive(runner, sink)
         finally:
             engine.close()
+        if report is not None:
+            from scv.batch import report as reports
+            done = {line["id"] for line in sink.written}
+            reports.write_file(report, reports.markdown(sink.written, [t.id for t in batch if t.id not in done])
+                               .encode())
+        return code
     finally:
         calls.close()

@@ -72,6 +72,12 @@ class ChatConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     archive_dir: str | None = None          # an absolute path; None: $SCV_HOME/archive
 
 
+class BatchConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """[batch]: the commit `scv batch --isolate worktree` makes after each task (docs/batch.md)."""
+    commit_author: str | None = None        # "Name <email>"; None: the repository's identity, else SCV's
+    commit_message: str = "scv batch {id}: {prompt_first_line}"
+
+
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     tools: ToolsConfig = msgspec.field(default_factory=ToolsConfig)
     provider: ProviderSelect = msgspec.field(default_factory=ProviderSelect)
@@ -81,6 +87,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     web: WebConfig = msgspec.field(default_factory=WebConfig)
     skills: SkillsConfig = msgspec.field(default_factory=SkillsConfig)
     chat: ChatConfig = msgspec.field(default_factory=ChatConfig)
+    batch: BatchConfig = msgspec.field(default_factory=BatchConfig)
 
 
 # Keys a project's .scv/config.toml may set; everything else is the user's alone.
