@@ -13,6 +13,7 @@ from scv.core.agents.options import check_effort, check_model, check_prompt
 from scv.core.errors import RefusedError
 from tests.agent_fakes import CAPTURES
 from scv.core.lines import LineSplitter
+from scv.core.usage import Usage
 from workers.agents.capture import Tail, bound
 from workers.agents.parse_claude import ClaudeStreamParser
 from workers.agents.parse_codex import CodexJsonParser
@@ -37,13 +38,15 @@ def test_a_codex_count_of_another_type_drops_that_count_not_the_final_event():
     parser.lines(b'{"type":"item.completed","item":{"type":"agent_message","text":"done"}}\n'
                  b'{"type":"turn.completed","usage":{"input_tokens":7,"output_tokens":"12","cached_input_tokens":true}}\n')
     assert parser.report.finished and parser.report.reply == "done"
-    assert parser.report.usage == {"input_tokens": 7}
+    assert parser.report.usage.input_tokens == 7 and parser.report.usage.output_tokens is None
+    assert parser.report.usage.turns == 1 and parser.report.usage.cached_input_tokens is None
 
 
 def test_claude_captures():
     report, lines = parse(ClaudeStreamParser, "claude", "tool_bash_default_perms")
     assert report.reply.startswith("Tool finished.") and report.error is None and report.finished
-    assert report.usage == {"input_tokens": 22, "output_tokens": 10, "cached_input_tokens": 0}
+    assert report.usage == Usage(turns=2, input_tokens=22, output_tokens=10, cached_input_tokens=0,
+                                 cost_usd=0.000288, cost_source="reported")
     assert lines[0] == "$ echo hello"
     signed_out, _ = parse(ClaudeStreamParser, "claude", "signed_out")
     assert signed_out.error == "Not logged in · Please run /login" and signed_out.error_kind == "signin"
@@ -54,6 +57,41 @@ def test_claude_captures():
     assert unknown.error.startswith("No conversation found with session ID") and unknown.error_kind is None
     http, _ = parse(ClaudeStreamParser, "claude", "http_401_max_retries_0")
     assert http.error_kind == "signin"
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (CAPTURES / "claude").glob("*.jsonl")))
+def test_claude_captures_read_to_the_cost_claude_reports(name):
+    # The ledger's turns are the distinct assistant messages, its cost the result's own figure.
+    events = [json.loads(line) for line in (CAPTURES / "claude" / f"{name}.jsonl").read_text().splitlines()
+              if line.strip()]
+    result = next((e for e in events if e.get("type") == "result"), None)
+    messages = {e["message"]["id"] for e in events if e.get("type") == "assistant"
+                and e["message"].get("model") != "<synthetic>"}
+    report, _ = parse(ClaudeStreamParser, "claude", name)
+    assert report.usage.turns == len(messages)
+    if result is None or "total_cost_usd" not in result:
+        assert report.usage.cost_usd is None and report.usage.cost_source is None
+    else:
+        assert report.usage.cost_usd == result["total_cost_usd"] and report.usage.cost_source == "reported"
+        assert report.usage.output_tokens == result["usage"]["output_tokens"]
+
+
+def test_pi_and_codex_turns_and_pi_cost():
+    pi = PiJsonParser()
+    for cost in (0.25, 0.5):
+        pi.line(json.dumps({"type": "message_end", "message": {
+            "role": "assistant", "stopReason": "toolUse", "content": [],
+            "usage": {"input": 10, "output": 2, "cacheRead": 4, "cost": {"total": cost}}}}).encode())
+    assert pi.report.usage == Usage(turns=2, input_tokens=20, output_tokens=4, cached_input_tokens=8,
+                                    cost_usd=0.75, cost_source="reported")
+    pi.line(b'{"type":"message_end","message":{"role":"assistant","usage":{"input":1,"output":1}}}')
+    assert pi.report.usage.turns == 3 and pi.report.usage.cost_usd is None     # a part is unknown
+    codex = CodexJsonParser()
+    codex.lines(b'{"type":"item.completed","item":{"type":"reasoning","text":"x"}}\n'
+                b'{"type":"item.completed","item":{"type":"command_execution","command":"ls","exit_code":0}}\n'
+                b'{"type":"item.completed","item":{"type":"error","message":"warn"}}\n'
+                b'{"type":"item.completed","item":{"type":"agent_message","text":"done"}}\n')
+    assert codex.report.usage.turns == 2 and codex.report.usage.cost_usd is None
 
 
 def test_codex_captures():

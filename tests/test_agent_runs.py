@@ -47,7 +47,8 @@ def test_claude_reply_usage_and_conversation_across_turns(agents, make_runner):
     assert ok, first
     assert BASE_KEYS <= set(first)
     assert first["status"] == "completed" and first["reply"] == "Hello from the fake backend."
-    assert first["usage"] == {"input_tokens": 11, "output_tokens": 5, "cached_input_tokens": 0}
+    assert first["usage"] == {"turns": 1, "input_tokens": 11, "output_tokens": 5, "cached_input_tokens": 0,
+                              "cost_usd": 0.000144, "cost_source": "reported"}
     assert first["session"] == "claude-1" and first["turn"] == 1
     assert not any(key.startswith("_") for key in first)
     assert "4e992a71" not in str(first)                 # the CLI's own id never reaches the model
@@ -77,7 +78,8 @@ def test_codex_resume_argument_order_and_turn_usage(agents, make_runner):
     assert ok and second["turn"] == 2
     assert codex.calls()[1][4:] == ["resume", "01a23691-2d39-76f3-96e6-26722adb2aab", "more"]
     # Codex reports the thread's running total after resume; the result shows this turn's share.
-    assert second["usage"] == {"input_tokens": 120, "output_tokens": 8, "cached_input_tokens": 20}
+    assert second["usage"] == {"turns": 1, "input_tokens": 120, "output_tokens": 8, "cached_input_tokens": 20,
+                               "cost_usd": None, "cost_source": None}
 
 
 def test_codex_o_file_is_the_fallback_reply_and_is_deleted(agents, make_runner, scv_home):
@@ -103,7 +105,8 @@ def test_pi_tool_turn_progress_and_session_continuation(agents, make_runner):
     lines = []
     ok, value = call(runner, {"agent": "pi", "prompt": "run echo hello"}, on_progress=lines.append)
     assert ok and value["reply"] == "The command printed: hello"
-    assert value["usage"] == {"input_tokens": 200, "output_tokens": 16, "cached_input_tokens": 40}
+    assert value["usage"] == {"turns": 2, "input_tokens": 200, "output_tokens": 16, "cached_input_tokens": 40,
+                              "cost_usd": 0.0, "cost_source": "reported"}
     assert lines == ["$ echo hello"]
     assert "hello\n" not in " ".join(lines)
     pi.replay("pi", "text_defaults_from_settings")

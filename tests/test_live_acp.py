@@ -34,7 +34,7 @@ def test_a_conversation_runs_on_one_server_with_bounded_redacted_progress(user, 
     first = agent.turn(args, ctx)
     assert first.status == "completed" and first.agent == "claude"
     assert first.reply == "Hello from the peer.\nSecond line"
-    assert first.usage == {"input_tokens": 11, "output_tokens": 5, "cached_input_tokens": 2}
+    assert first.usage == {"turns": 2, "input_tokens": 11, "output_tokens": 5, "cached_input_tokens": 2, "cost_usd": None, "cost_source": None}
     assert first.private.vendor_session == "peer-session-1" and first.exit_code is None
     # Throttled: the first line at once, then the newest held one, the last when the call ends
     # (what each update becomes is tests/test_live_acp_turn.py's).

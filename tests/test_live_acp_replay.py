@@ -41,7 +41,7 @@ def test_claude_text_reply_and_usage(replay):
     agent, args, ctx, server = replay("claude", "acp_text")
     result = agent.turn(args, ctx)
     assert result.status == "completed" and result.reply == "Hello from the fake backend."
-    assert result.usage == {"input_tokens": 11, "output_tokens": 5, "cached_input_tokens": 0}
+    assert result.usage == {"turns": 1, "input_tokens": 11, "output_tokens": 5, "cached_input_tokens": 0, "cost_usd": None, "cost_source": None}
     assert result.private.vendor_session and not server.events("mismatch")
 
 
@@ -79,8 +79,9 @@ def test_claude_cancel_then_later_turns_on_the_same_session(replay, harness):
     assert failure.value.fields["status"] == "cancelled" and not failure.value.private.conversation_ended
     second = dict(args, prompt="say hi", turn=2)
     # claude-agent-acp answers the prompt after a cancel at once with nothing (see the capture's notes).
-    assert agent.turn(second, harness.context(second)).usage == {"input_tokens": 0, "output_tokens": 0,
-                                                                  "cached_input_tokens": 0}
+    assert agent.turn(second, harness.context(second)).usage == {"turns": 1, "input_tokens": 0, "output_tokens": 0,
+                                                                  "cached_input_tokens": 0, "cost_usd": None,
+                                                                  "cost_source": None}
     third = dict(args, prompt="say hi once more", turn=3)
     assert agent.turn(third, harness.context(third)).reply.endswith("Hello from the fake backend.")
 
@@ -97,7 +98,7 @@ def test_codex_signed_out_fails_at_session_new(user, tmp_path, harness, scv_home
 def test_codex_text_reply_without_usage(replay):
     agent, args, ctx, server = replay("codex", "text")
     result = agent.turn(args, ctx)
-    assert result.reply == "hi from fake" and result.usage is None
+    assert result.reply == "hi from fake" and result.usage["turns"] == 1 and result.usage["input_tokens"] is None
 
 
 def test_codex_denied_escalation_ends_its_turn_cancelled(replay):

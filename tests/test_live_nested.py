@@ -75,7 +75,7 @@ def test_a_conversation_runs_on_one_child_in_the_private_home(user, tmp_path, ha
     first = agent.turn(args, ctx)
     assert first.agent == "scv" and first.status == "completed"
     assert first.reply.startswith("reply from ") and first.reply.endswith("in turn-1")
-    assert first.usage == {"input_tokens": 3, "output_tokens": 2}
+    assert first.usage == {"turns": 1, "input_tokens": 3, "output_tokens": 2, "cached_input_tokens": None, "cost_usd": None, "cost_source": None}
     assert first.private.vendor_session == "session-standin"
     assert ctx.lines[0] == "Looking at it" and ctx.lines[-1] == "bash failed"
     assert not any("RAW OUTPUT" in line for line in ctx.lines)

@@ -113,7 +113,7 @@ def _run(args, ctx, descriptor, argv, cwd, env, run, keeper: RecordKeeper, outfi
                       stderr_text=stderr.text(), fallback_reply=fallback_reply,
                       limit_bytes=call.output_limit_bytes, timeout_seconds=call.timeout_seconds)
     result = AgentResult(
-        agent=agent, status=decision.status, reply=decision.reply, usage=parser.report.usage if parser else None,
+        agent=agent, status=decision.status, reply=decision.reply, usage=parser.report.usage.wire() if parser else None,
         exit_code=outcome.exit_code, stderr_tail=stderr.text(),
         # `truncated` says whether anything was cut: the reply, the error, or stderr's head.
         truncated=decision.truncated or stderr.total > stderr.limit,

@@ -9,8 +9,9 @@ from typing import Any
 
 import msgspec
 
+from scv.core.usage import REPORTED, as_cost
 from workers.agents import verdict
-from workers.agents.report import SIGNIN, StreamParser, as_int, first_line, parts_of, usage_of
+from workers.agents.report import SIGNIN, StreamParser, as_int, first_line, parts_of, take_tokens
 
 FILE_TOOLS = {"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead"}
 _SYNTHETIC_KINDS = {"authentication_failed": SIGNIN, "rate_limit": "quota", "server_error": "http",
@@ -20,6 +21,7 @@ _SYNTHETIC_KINDS = {"authentication_failed": SIGNIN, "rate_limit": "quota", "ser
 class Message(msgspec.Struct, gc=False):
     content: msgspec.Raw = msgspec.Raw(b"null")    # decoded only for the parts progress needs
     model: Any = None
+    id: Any = None          # one model response: a tool turn prints its parts under one id
 
 
 class Event(msgspec.Struct, gc=False):
@@ -30,6 +32,7 @@ class Event(msgspec.Struct, gc=False):
     is_error: Any = None
     stop_reason: Any = None
     usage: Any = None
+    total_cost_usd: Any = None
     api_error_status: Any = None
     errors: Any = None
     error: Any = None
@@ -56,6 +59,7 @@ class ClaudeStreamParser(StreamParser):
     def __init__(self, on_progress=None):
         super().__init__(on_progress)
         self._synthetic_kind: str | None = None
+        self._last_message: Any = None
 
     def handle(self, event: Event) -> None:
         report = self.report
@@ -66,6 +70,9 @@ class ClaudeStreamParser(StreamParser):
                 self._synthetic_kind = _SYNTHETIC_KINDS.get(event.error, self._synthetic_kind)
             if event.message.model == "<synthetic>":
                 return
+            if event.message.id is None or event.message.id != self._last_message:
+                self._last_message = event.message.id
+                report.usage.turns += 1
             for part in parts_of(event.message.content):
                 if part.type == "tool_use" and isinstance(part.name, str):
                     self.progress(_tool_line(part.name, part.input))
@@ -78,8 +85,11 @@ class ClaudeStreamParser(StreamParser):
         report = self.report
         report.finished = True
         usage = event.usage if isinstance(event.usage, dict) else {}
-        report.usage = usage_of(usage.get("input_tokens"), usage.get("output_tokens"),
-                                usage.get("cache_read_input_tokens")) or report.usage
+        take_tokens(report.usage, usage.get("input_tokens"), usage.get("output_tokens"),
+                    usage.get("cache_read_input_tokens"))
+        cost = as_cost(event.total_cost_usd)
+        if cost is not None:
+            report.usage.cost_usd, report.usage.cost_source = cost, REPORTED
         text = event.result if isinstance(event.result, str) else None
         if event.stop_reason == "refusal":
             report.refusal = True

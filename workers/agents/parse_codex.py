@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from workers.agents import verdict
-from workers.agents.report import StreamParser
+from workers.agents.report import StreamParser, take_tokens
 
 
 class Item(msgspec.Struct, gc=False):
@@ -75,6 +75,8 @@ class CodexJsonParser(StreamParser):
             if kind == "item.completed":
                 if item is None:
                     continue
+                if item.type != "reasoning" and item.type != "error":
+                    report.usage.turns += 1
                 if item.type == "agent_message":
                     if isinstance(item.text, str):
                         report.reply = item.text
@@ -107,10 +109,7 @@ class CodexJsonParser(StreamParser):
         self.report.finished = True
         usage = event.usage
         if usage is not None:
-            counts = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-                      "cached_input_tokens": usage.cached_input_tokens}
-            self.report.usage = {name: value for name, value in counts.items()
-                                 if type(value) is int} or None     # bool is not a count
+            take_tokens(self.report.usage, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
 
     def _failed(self, event: Event) -> None:
         self.report.finished = True

@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from scv.core.usage import REPORTED, as_cost
 from workers.agents import verdict
 from workers.agents.report import StreamParser, as_int, parts_of
 
@@ -48,6 +49,8 @@ class PiJsonParser(StreamParser):
         super().__init__(on_progress)
         self._input = self._output = self._cached = 0
         self._counted = False
+        self._cost = 0.0
+        self._costed = True     # until a message arrives without a cost
 
     def handle(self, event: Event) -> None:
         report = self.report
@@ -68,14 +71,24 @@ class PiJsonParser(StreamParser):
     def _assistant(self, message: Message) -> None:
         report = self.report
         usage = message.usage if isinstance(message.usage, dict) else {}
+        ledger = report.usage
+        ledger.turns += 1
         for name, key in (("_input", "input"), ("_output", "output"), ("_cached", "cacheRead")):
             value = as_int(usage.get(key))
             if value is not None:
                 setattr(self, name, getattr(self, name) + value)
                 self._counted = True
         if self._counted:
-            report.usage = {"input_tokens": self._input, "output_tokens": self._output,
-                            "cached_input_tokens": self._cached}
+            ledger.input_tokens, ledger.output_tokens = self._input, self._output
+            ledger.cached_input_tokens = self._cached
+        cost = usage.get("cost")
+        cost = as_cost(cost.get("total")) if isinstance(cost, dict) else None
+        self._costed = self._costed and cost is not None
+        if self._costed:
+            self._cost += cost
+            ledger.cost_usd, ledger.cost_source = self._cost, REPORTED
+        else:
+            ledger.cost_usd = ledger.cost_source = None
         texts = [p.text for p in parts_of(message.content) if p.type == "text" and isinstance(p.text, str)]
         if message.stopReason == "error":
             error = message.errorMessage if isinstance(message.errorMessage, str) else "pi reported a provider error"

@@ -1,10 +1,12 @@
 """What an output parser keeps from one turn: the reply, usage, error and session, never the log."""
 
 import abc
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import msgspec
+
+from scv.core.usage import Usage, as_count
 
 # What kind of failure a structured error describes; the first four are availability failures
 # (another agent could avoid them), which the supervisor answers with a `fallback`.
@@ -15,7 +17,7 @@ AVAILABILITY = frozenset({SIGNIN, HTTP, QUOTA, MODEL})
 @dataclass
 class TurnReport:
     reply: str | None = None
-    usage: dict[str, int] | None = None
+    usage: Usage = field(default_factory=Usage)     # turns always, tokens and cost when said
     error: str | None = None
     error_kind: str | None = None
     refusal: bool = False
@@ -74,13 +76,12 @@ def as_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def usage_of(input_tokens: Any, output_tokens: Any, cached: Any = None) -> dict[str, int] | None:
-    usage = {}
+def take_tokens(usage: Usage, input_tokens: Any, output_tokens: Any, cached: Any = None) -> None:
+    """Sets the token counts a stream reported; a count of another type is dropped, not the rest."""
     for name, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens),
                         ("cached_input_tokens", cached)):
-        if as_int(value) is not None:
-            usage[name] = value
-    return usage or None
+        if as_count(value) is not None:
+            setattr(usage, name, value)
 
 
 class Part(msgspec.Struct, gc=False):

@@ -22,7 +22,8 @@ from workers.agents import verdict
 from workers.agents.capture import bound
 from workers.agents.outcome import ROOT_HINT, hint_for
 from workers.agents.redact import redact_message
-from workers.agents.report import AVAILABILITY, usage_of
+from scv.core.usage import Usage
+from workers.agents.report import AVAILABILITY, take_tokens
 from workers.live import acp_turn
 from workers.live.acp_wire import (AUTH_REQUIRED, INVALID_PARAMS, METHOD_NOT_FOUND, PROTOCOL_VERSION,
                                    CancelledOutcome, CancelParams, ClientCapabilities, ClientInfo, ConfigOption,
@@ -139,7 +140,8 @@ class AcpAgent(LiveConversation):
         except Ended as ended:
             state.finish()
             reply, cut = bound(state.reply(), self.limit_bytes)
-            raise self.failure(ended, self.result(ended.status, reply, None, cut or state.cut)) from None
+            usage = Usage(turns=state.rounds).wire()
+            raise self.failure(ended, self.result(ended.status, reply, usage, cut or state.cut)) from None
         finally:
             self._turn = None
             self._prompt = None
@@ -157,10 +159,10 @@ class AcpAgent(LiveConversation):
             raise Ended(self._stopping, f"{self.name} {what}; the conversation can continue", keep=True)
         self._check(answer, "session/prompt")
         prompt = self._decoded(answer, PromptResult, "session/prompt")
-        usage = None
+        usage = Usage(turns=state.turns())
         if prompt.usage is not None:
-            usage = usage_of(prompt.usage.input_tokens, prompt.usage.output_tokens, prompt.usage.cached_read_tokens)
-        result = self.result("completed", reply, usage, cut or state.cut)
+            take_tokens(usage, prompt.usage.input_tokens, prompt.usage.output_tokens, prompt.usage.cached_read_tokens)
+        result = self.result("completed", reply, usage.wire(), cut or state.cut)
         result.keep_private(vendor_session=self.session)
         reason = prompt.stop_reason
         if reason == "end_turn":

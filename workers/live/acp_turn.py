@@ -78,6 +78,9 @@ class TurnState:
         self._plan_step: str | None = None
         self.denied = 0             # permission requests SCV answered with a rejection
         self._pieces = 0            # pieces of text since the last response ended
+        self.rounds = 0             # model responses that asked for tools (new toolCallIds)
+        self._calls: set[str] = set()
+        self._in_round = False
 
     # --- the reply ---
 
@@ -97,6 +100,10 @@ class TurnState:
     def reply(self) -> str:
         return "".join(self._parts)
 
+    def turns(self) -> int:
+        """Model responses so far: each round of tool calls, and the final message."""
+        return self.rounds + 1
+
     # --- updates ---
 
     def on_update(self, update: Update) -> None:
@@ -113,6 +120,7 @@ class TurnState:
         """A piece of the agent's message text: kept for the reply, its completed lines shown."""
         self._keep(text)
         self._pieces += 1
+        self._in_round = False
         self._text_lines(text)
 
     def end_text(self, whole: str | None = None) -> None:
@@ -140,6 +148,11 @@ class TurnState:
 
     def _tool(self, update: ToolCallStart | ToolCallProgress) -> None:
         key = update.tool_call_id if isinstance(update.tool_call_id, str) else ""
+        if key not in self._calls:
+            self._calls.add(key)
+            if not self._in_round:
+                self.rounds += 1
+                self._in_round = True
         title = update.title if isinstance(update.title, str) and update.title.strip() else None
         if title is None and isinstance(update, ToolCallStart) and isinstance(update.kind, str):
             title = update.kind

@@ -26,7 +26,8 @@ from workers.agents import verdict
 from workers.agents.capture import bound
 from workers.agents.outcome import hint_for
 from workers.agents.redact import redact_message
-from workers.agents.report import AVAILABILITY, as_int
+from scv.core.usage import MIXED, PRICES, REPORTED, Usage, as_cost, as_count
+from workers.agents.report import AVAILABILITY, take_tokens
 from workers.live.acp_turn import TurnState
 from workers.live.conversation import SETTLE_SECONDS, Ended, LiveConversation, opened
 from workers.live.nested_jobs import JobLedger
@@ -252,9 +253,7 @@ class NestedScv(LiveConversation):
         params = done.params or {}
         self._state.finish()
         reply, cut = bound(self._state.reply(), self.limit_bytes)
-        usage = params.get("usage")
-        usage = {k: usage[k] for k in ("input_tokens", "output_tokens") if as_int(usage.get(k)) is not None} \
-            if isinstance(usage, dict) else None
+        usage = self._usage(params.get("usage"))
         if done.method == "turn.completed":
             text = params.get("reply")
             if isinstance(text, str):
@@ -281,6 +280,17 @@ class NestedScv(LiveConversation):
             pumped = self.proc.pump(max(0.0, end - time.monotonic()), (), self.out)
             self._read(pumped.stdout, pumped.exited)
         self.proc.shutdown()
+
+    def _usage(self, said: Any) -> dict[str, Any]:
+        """The nested SCV's own ledger: its turns when it says them, else the rounds seen."""
+        said = said if isinstance(said, dict) else {}
+        turns = as_count(said.get("turns"))
+        usage = Usage(turns=turns if turns is not None else self._state.turns())
+        take_tokens(usage, said.get("input_tokens"), said.get("output_tokens"), said.get("cached_input_tokens"))
+        cost = as_cost(said.get("cost_usd"))
+        if cost is not None and said.get("cost_source") in (REPORTED, PRICES, MIXED):
+            usage.cost_usd, usage.cost_source = cost, said["cost_source"]
+        return usage.wire()
 
     def _result(self, status: str, reply: str, usage, cut: bool) -> AgentResult:
         result = AgentResult(agent=self.name, status=status, reply=reply, usage=usage, exit_code=UNSET,

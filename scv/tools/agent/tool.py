@@ -34,6 +34,9 @@ from scv.tools.agent.nested import NestedScvBackend
 from scv.tools.base import BackgroundCall, Launch, Risk, ToolContext, ToolSpec, set_maximum
 
 
+_CODEX_TOTALS = ("input_tokens", "cached_input_tokens", "output_tokens")
+
+
 class AgentArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     prompt: Annotated[str, Meta(description="The task, in full: the agent sees nothing of this conversation.")]
     agent: str | None = None
@@ -287,9 +290,11 @@ class AgentTool(ToolSpec):
         usage = value.get("usage")
         if conversation.agent != "codex" or not isinstance(usage, dict):
             return
-        conversation.usage_total = dict(usage)
-        if previous and all(usage.get(k, 0) >= v for k, v in previous.items()):
-            value["usage"] = {k: v - previous.get(k, 0) for k, v in usage.items()}
+        # Only the token counts are running totals; turns are counted per turn from the stream.
+        totals = {k: usage[k] for k in _CODEX_TOTALS if isinstance(usage.get(k), int)}
+        conversation.usage_total = totals
+        if previous and all(totals.get(k, 0) >= v for k, v in previous.items()):
+            value["usage"] = {**usage, **{k: v - previous.get(k, 0) for k, v in totals.items()}}
 
     @staticmethod
     def _declined_note(name: str | None, offered: dict[str, OfferedAgent]) -> str:
