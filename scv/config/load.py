@@ -60,6 +60,12 @@ class ChatConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     archive_dir: str | None = None          # an absolute path; None: $SCV_HOME/archive
 
 
+class TelemetryConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """[telemetry]: what spans may carry (docs/tracing.md); the OTEL_* variables turn tracing on.
+    The user's alone: a repository must not make a run export its prompts."""
+    content: bool = False           # prompt, reply and argument text on spans
+
+
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     tools: ToolsConfig = msgspec.field(default_factory=ToolsConfig)
     provider: ProviderSelect = msgspec.field(default_factory=ProviderSelect)
@@ -69,6 +75,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     web: WebConfig = msgspec.field(default_factory=WebConfig)
     skills: SkillsConfig = msgspec.field(default_factory=SkillsConfig)
     chat: ChatConfig = msgspec.field(default_factory=ChatConfig)
+    telemetry: TelemetryConfig = msgspec.field(default_factory=TelemetryConfig)
 
 
 # Keys a project's .scv/config.toml may set; everything else is the user's alone.
