@@ -31,6 +31,7 @@ from scv.session.session import Session
 from scv.session.turn_loop import Phase
 from scv.supervision.approval import terminal_approver
 from scv.supervision.supervisor import Supervisor
+from scv.telemetry.start import start_run
 from scv.tools.registry import executor_modules
 
 
@@ -133,12 +134,16 @@ def exec_command(prompt: str | None, script: Path | None, as_json: bool, timeout
         sys.exit(EXIT_USAGE if err.exit_code == 2 else err.exit_code)
     supervisor = Supervisor(preload=executor_modules())     # before any thread
     start_tracking(supervisor)
+    run = start_run("scv exec", {"scv.provider": provider.name})     # after the supervisor: it starts a thread
+    code = EXIT_FAILED
     try:
         session = Session(supervisor, ctx, provider, emit=out.emit, asker=_asker(prompt_from_stdin),
-                          auto_approve=auto_approve)
+                          auto_approve=auto_approve, trace=run.span)
         code = _run(session, prompt, timeout)
     finally:
         supervisor.close()
+        run.span.set({"scv.exit_code": code})
+        run.finish(None if code == EXIT_OK else f"exit status {code}")
     sys.exit(code)
 
 
