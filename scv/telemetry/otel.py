@@ -4,7 +4,7 @@ and only when tracing is on.
 Spans go through a bounded batch (OTEL_BSP_* size it) to OTLP over HTTP:
 protobuf by the SDK's exporter, or JSON, which SCV encodes itself (the SDK's protobuf message
 written in OTLP's JSON mapping, ids as hex) and posts through the same exporter's client, so one
-pinned package serves both. At the end of the run the flush waits at most FLUSH_SECONDS; what it
+pinned package serves both. At the end of the run the flush waits at most FLUSH_MS; what it
 could not deliver is dropped with one `scv: telemetry:` line, and the exporter's own logging is
 silenced, so a slow or absent collector never holds up or clutters a one-shot run.
 """
@@ -33,7 +33,7 @@ from scv.core.traceparent import TraceContext
 from scv.telemetry.settings import TraceSettings
 from scv.telemetry.spans import Attributes, Run, Span
 
-FLUSH_SECONDS = 0.2
+FLUSH_MS = 200          # the default bound on the flush at exit; SCV_TELEMETRY_FLUSH_MS sets another
 
 
 def _clean(attributes: Attributes | None) -> dict[str, Any]:
@@ -194,7 +194,7 @@ class OtelRun(Run):
 
     def finish(self, error: str | None = None) -> None:
         self.span.end(error)
-        lost = self._batch.close(FLUSH_SECONDS)
+        lost = self._batch.close(_env_number("SCV_TELEMETRY_FLUSH_MS", FLUSH_MS) / 1000)
         if lost > 0:
             print(f"scv: telemetry: {lost} of {self._batch.ended} spans were dropped: the collector at "
                   f"{_shown(self.settings.endpoint)} did not take them in time", file=sys.stderr, flush=True)

@@ -49,4 +49,4 @@ class Run:
     span: Span = NO_SPAN
 
     def finish(self, error: str | None = None) -> None:
-        """Ends the run's span and sends what is left, waiting at most FLUSH_SECONDS."""
+        """Ends the run's span and sends what is left, waiting at most 200 ms (SCV_TELEMETRY_FLUSH_MS)."""

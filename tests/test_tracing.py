@@ -1,0 +1,186 @@
+"""One trace for a whole run: `scv exec` (script provider) delegates to a fake Codex CLI and runs
+`bash`, exporting to an in-memory OTLP/HTTP receiver (tests/otlp_receiver.py). Every span joins
+the incoming TRACEPARENT's trace as one tree, the command and the agent see their own span as
+parent, no span carries text unless the user's config allows it, and a collector that never
+answers costs the run its bounded flush and one line. Real processes throughout."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from scv.core import traceparent
+from tests.agent_fakes import install, on_cli
+from tests.conftest import run_scv, scv_env
+from tests.fakes import events, write_script
+
+pytest.importorskip("opentelemetry.sdk")
+pytest.importorskip("opentelemetry.proto")
+from tests.otlp_receiver import OtlpReceiver  # noqa: E402  (needs the otel extra)
+
+INCOMING = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+TRACE_ID, INCOMING_SPAN = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+SECRETS = ("PROMPT-7f3a-of-the-task", "DELEGATED-9c1e-prompt", "REPLY-5d2b-of-the-run")
+
+
+@pytest.fixture
+def receiver():
+    found = OtlpReceiver()
+    yield found
+    found.close()
+
+
+def traced_env(endpoint: str, **variables: str) -> dict[str, str]:
+    env = {name: value for name, value in scv_env().items() if not name.startswith(("OTEL_", "TRACE"))}
+    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, TRACEPARENT=INCOMING, TRACESTATE="ci=build-17",
+               OTEL_SERVICE_NAME="ci-run", **variables)
+    return env
+
+
+def _texts(span) -> list[str]:
+    values = [span.name, *map(str, span.attributes.values())]
+    for name, attributes in span.events:
+        values += [name, *map(str, attributes.values())]
+    return values
+
+
+@pytest.mark.parametrize("protocol, content_type", [("http/protobuf", "application/x-protobuf"),
+                                                    ("http/json", "application/json")])
+def test_one_trace_from_the_run_through_the_agent_to_the_command(receiver, protocol, content_type, tmp_path,
+                                                                 workspace, user_home, scv_home):
+    (scv_home / "config.toml").write_text(on_cli())
+    codex = install(user_home / ".local" / "bin", "codex", tmp_path / "log" / "codex")
+    codex.replay("codex", "resume_0_first")
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [{"id": "a", "tool": "agent", "args": {"agent": "codex", "prompt": SECRETS[1]}}]},
+                          {"calls": [{"id": "b", "tool": "bash",
+                                      "args": {"command": 'printf %s "$TRACEPARENT" > seen.txt'}}]},
+                          {"text": SECRETS[2]})
+    proc = run_scv("exec", SECRETS[0], "--script", str(script), "--json", "--auto-approve", "-C", str(workspace),
+                   env=traced_env(receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL=protocol,
+                                  SCV_TELEMETRY_FLUSH_MS="30000"))   # this test wants every span, however slow
+    assert proc.returncode == 0, proc.stderr
+    assert events(proc)[-1]["reply"] == SECRETS[2]
+    assert "telemetry" not in proc.stderr
+    spans = receiver.wait_for("scv exec")
+    assert {export.content_type for export in receiver.exports} == {content_type}
+    by_name = {span.name: span for span in spans}
+    assert set(by_name) == {"scv exec", "scv turn", "chat script:s.jsonl", "execute_tool agent",
+                            "invoke_agent codex", "execute_tool bash"}
+    assert len(spans) == 8          # three model requests
+
+    # One trace, one tree, rooted at the incoming span.
+    ids = {span.span_id for span in spans}
+    assert len(ids) == len(spans)
+    assert {span.trace_id for span in spans} == {TRACE_ID}
+    assert [span.name for span in spans if span.parent_id == INCOMING_SPAN] == ["scv exec"]
+    assert all(span.parent_id in ids for span in spans if span.name != "scv exec")
+    parent_of = {span.name: next(s.name for s in spans if s.span_id == span.parent_id) for span in spans
+                 if span.name != "scv exec"}
+    assert parent_of == {"scv turn": "scv exec", "chat script:s.jsonl": "scv turn", "execute_tool agent": "scv turn",
+                         "invoke_agent codex": "execute_tool agent", "execute_tool bash": "scv turn"}
+    assert {span.service for span in spans} == {"ci-run"}
+
+    # What the spans say.
+    bash, agent = by_name["execute_tool bash"].attributes, by_name["invoke_agent codex"].attributes
+    assert bash["scv.tool.risk"] == "process" and bash["scv.tool.approval"] == "auto"
+    assert bash["scv.tool.status"] == "completed" and bash["gen_ai.tool.name"] == "bash"
+    assert agent["scv.agent.transport"] == "cli" and agent["gen_ai.agent.name"] == "codex"
+    assert agent["gen_ai.conversation.id"] == "codex-1" and agent["scv.agent.status"] == "completed"
+    assert int(agent["gen_ai.usage.input_tokens"]) > 0
+    assert by_name["execute_tool agent"].attributes["scv.tool.risk"] == "delegate"
+    chat = by_name["chat script:s.jsonl"].attributes
+    assert chat["gen_ai.system"] == "script" and chat["gen_ai.operation.name"] == "chat"
+
+    # Context out: the command's parent is its tool span, the agent's its invoke_agent span.
+    seen = traceparent.parse((workspace / "seen.txt").read_text())
+    assert seen is not None and seen.trace_id == TRACE_ID and seen.span_id == by_name["execute_tool bash"].span_id
+    agent_env = codex.env()
+    handed = traceparent.parse(agent_env["TRACEPARENT"], agent_env.get("TRACESTATE"))
+    assert handed.span_id == by_name["invoke_agent codex"].span_id and handed.state == "ci=build-17"
+    assert agent_env["OTEL_SERVICE_NAME"] == "codex"
+
+    # No prompt or reply text anywhere, neither in the spans nor in the bytes sent.
+    assert not [text for span in spans for text in _texts(span) if any(secret in text for secret in SECRETS)]
+    assert not [secret for secret in SECRETS for body in receiver.raw if secret.encode() in body]
+
+
+def test_content_true_in_the_users_config_puts_text_on_spans(receiver, tmp_path, workspace, scv_home):
+    (scv_home / "config.toml").write_text("[telemetry]\ncontent = true\n")
+    script = write_script(tmp_path / "s.jsonl", {"text": SECRETS[2]})
+    proc = run_scv("exec", SECRETS[0], "--script", str(script), "-C", str(workspace),
+                   env=traced_env(receiver.endpoint, SCV_TELEMETRY_FLUSH_MS="30000"))
+    assert proc.returncode == 0, proc.stderr
+    turn = next(span for span in receiver.wait_for("scv exec") if span.name == "scv turn")
+    assert turn.attributes["scv.prompt"] == SECRETS[0] and turn.attributes["scv.reply"] == SECRETS[2]
+
+
+def test_a_project_config_cannot_turn_content_on(tmp_path, workspace):
+    (workspace / ".scv").mkdir()
+    (workspace / ".scv" / "config.toml").write_text("[telemetry]\ncontent = true\n")
+    script = write_script(tmp_path / "s.jsonl", {"text": "x"})
+    proc = run_scv("exec", "--script", str(script), "-C", str(workspace))
+    assert proc.returncode == 2 and "telemetry.content may not be set by a project config" in proc.stderr
+
+
+def test_a_collector_that_never_answers_costs_the_bounded_flush_and_one_line(tmp_path, workspace):
+    silent = OtlpReceiver(answer=False)
+    script = write_script(tmp_path / "s.jsonl", {"calls": [{"tool": "bash", "args": {"command": "true"}}]},
+                          {"text": "finished"})
+    # The exporter itself would wait a minute for an answer; the run must not.
+    env = traced_env(silent.endpoint, OTEL_EXPORTER_OTLP_TIMEOUT="60")
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "scv", "exec", "--script", str(script), "--json",
+                                 "--auto-approve", "-C", str(workspace)], env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            lines = []
+            while not (lines and b'"turn.completed"' in lines[-1]):
+                line = proc.stdout.readline()
+                assert line, f"scv exec ended without its result: {proc.stderr.read()!r}"
+                lines.append(line)
+            printed = time.monotonic()
+            # From the printed result to exit: the flush's 200 ms plus the process's own teardown;
+            # the deadline is loose (a loaded machine), but far below the exporter's minute.
+            code = proc.wait(timeout=30)
+            ended = time.monotonic()
+            err = proc.stderr.read().decode()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    finally:
+        silent.close()
+    assert code == 0
+    assert ended - printed < 10, f"exit came {ended - printed:.1f} s after the result"
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("scv: telemetry: "), err
+    assert "dropped" in lines[0] and silent.endpoint in lines[0]
+
+
+def _untraced(tmp_path, workspace, env) -> subprocess.CompletedProcess:
+    script = write_script(tmp_path / "s.jsonl", {"text": "finished"})
+    return run_scv("exec", "--script", str(script), "-C", str(workspace), env=env)
+
+
+def test_grpc_is_one_line_and_the_run_goes_untraced(receiver, tmp_path, workspace):
+    proc = _untraced(tmp_path, workspace, traced_env(receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL="grpc"))
+    assert proc.returncode == 0 and proc.stdout.strip() == "finished"
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("scv: telemetry: ") and "grpc" in lines[0], proc.stderr
+    assert receiver.exports == []
+
+
+def test_without_the_extra_one_line_names_it(tmp_path, workspace):
+    """An `opentelemetry` package that cannot be imported stands in for a missing extra."""
+    blocker = tmp_path / "blocked" / "opentelemetry"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('not installed')\n")
+    env = traced_env("http://127.0.0.1:9")
+    env["PYTHONPATH"] = f"{blocker.parent}{os.pathsep}{env['PYTHONPATH']}"
+    proc = _untraced(tmp_path, workspace, env)
+    assert proc.returncode == 0 and proc.stdout.strip() == "finished"
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("scv: telemetry: ") and "scv[otel]" in lines[0], proc.stderr
