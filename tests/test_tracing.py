@@ -184,3 +184,76 @@ def test_without_the_extra_one_line_names_it(tmp_path, workspace):
     assert proc.returncode == 0 and proc.stdout.strip() == "finished"
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("scv: telemetry: ") and "scv[otel]" in lines[0], proc.stderr
+
+
+def test_over_acp_the_prompt_carries_the_agent_span_and_a_relayed_permission_is_an_event(
+        receiver, tmp_path, user_home, workspace, scv_home):
+    from tests.live_fakes import install_peer
+    server = install_peer(user_home, tmp_path / "peer-log", "claude-agent-acp")
+    install(user_home / ".local" / "bin", "claude", tmp_path / "cli-log").replay("claude", "resume_turn1")
+    (scv_home / "config.toml").write_text('[agents.claude]\ntransport = "acp"\n')
+    target = workspace / "target.txt"
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [{"id": "a", "tool": "agent",
+                                      "args": {"agent": "claude", "prompt": f"permission edit {target}"}}]},
+                          {"calls": [{"id": "b", "tool": "bash",
+                                      "args": {"command": 'printf %s "$TRACEPARENT" > seen.txt'}}]},
+                          {"text": "{{a.reply}}"})
+    proc = run_scv("exec", "--script", str(script), "--json", "--auto-approve", "-C", str(workspace),
+                   env=traced_env(receiver.endpoint, SCV_TELEMETRY_FLUSH_MS="30000"))
+    assert proc.returncode == 0, proc.stderr
+    assert target.read_text() == "written by the peer\n"
+    spans = receiver.wait_for("scv exec")
+    by_name = {span.name: span for span in spans}
+    agent = by_name["invoke_agent claude"]
+    assert agent.parent_id == by_name["execute_tool agent"].span_id
+    assert agent.attributes["scv.agent.transport"] == "acp"
+    [(event, fields)] = agent.events
+    assert event == "scv.permission_request" and fields["scv.tool.approval"] == "approved"
+    # The server started under the agent span, and its prompt carries it in _meta.
+    [started] = server.events("start")
+    assert traceparent.parse(started["env"]["TRACEPARENT"]).span_id == agent.span_id
+    [prompt] = server.events("session/prompt")
+    meta = traceparent.from_meta(prompt["meta"])
+    assert meta.trace_id == TRACE_ID and meta.span_id == agent.span_id and meta.state == "ci=build-17"
+    seen = traceparent.parse((workspace / "seen.txt").read_text())
+    assert seen.span_id == by_name["execute_tool bash"].span_id
+    ids = {span.span_id for span in spans}
+    assert all(span.parent_id in ids for span in spans if span.name != "scv exec")
+    assert not [span for span in spans if any(str(target) in text for text in _texts(span))]
+
+
+CALLER_SPAN = "00f067aa0ba902b7"        # the span of a parent SCV's agent call, sent in _meta
+
+
+def _serve_one_turn(clients, tmp_path, workspace, env) -> None:
+    script = write_script(tmp_path / "s.jsonl", {"calls": [{"tool": "bash", "args": {"command": "true"}}]},
+                          {"text": "served"})
+    client = clients("--script", str(script), env=env)
+    client.start(cwd=str(workspace), auto_approve=True)
+    meta = {"traceparent": f"00-{TRACE_ID}-{CALLER_SPAN}-01", "tracestate": "ci=build-17", "other": {"ignored": 1}}
+    client.request("turn.start", {"prompt": "go", "_meta": meta})
+    assert client.until("turn.completed").params["reply"] == "served"
+    client.request("session.close", {"_meta": {}})
+    client.close_stdin()
+    assert client.wait() == 0
+
+
+def test_a_served_turn_is_a_child_of_the_span_in_its_meta(clients, receiver, tmp_path, workspace):
+    _serve_one_turn(clients, tmp_path, workspace, traced_env(receiver.endpoint, SCV_TELEMETRY_FLUSH_MS="30000"))
+    spans = receiver.wait_for("scv server")
+    by_name = {span.name: span for span in spans}
+    assert by_name["scv server"].parent_id == INCOMING_SPAN
+    assert by_name["scv turn"].parent_id == CALLER_SPAN
+    assert by_name["execute_tool bash"].parent_id == by_name["scv turn"].span_id
+    assert {span.trace_id for span in spans} == {TRACE_ID}
+
+
+def test_meta_is_accepted_untraced_and_other_unknown_params_are_still_refused(clients, tmp_path, workspace):
+    env = {name: value for name, value in scv_env().items() if not name.startswith("OTEL_")}
+    _serve_one_turn(clients, tmp_path, workspace, env)
+    client = clients(env=env)
+    client.send("initialize", {"protocol_version": 3, "_meta": {"traceparent": "garbage"}}, id=1)
+    assert client.response(1).result["protocol_version"] == 3
+    client.send("session.start", {"cwd": str(workspace), "_metta": {}}, id=2)
+    assert "_metta" in client.response(2).error.message

@@ -106,8 +106,8 @@ class Session:
         return f"turn-{next(self._turn_ids)}"
 
     def run_turn(self, prompt: str, *, cancel: Cancellation, origin: dict[str, Any] | None = None,
-                 turn_id: str | None = None) -> TurnOutcome:
-        return run_turn(self, prompt, cancel=cancel, origin=origin, turn_id=turn_id)
+                 turn_id: str | None = None, parent: Span | None = None) -> TurnOutcome:
+        return run_turn(self, prompt, cancel=cancel, origin=origin, turn_id=turn_id, parent=parent)
 
     # --- approvals ---------------------------------------------------------------------------
 

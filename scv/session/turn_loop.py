@@ -97,7 +97,8 @@ def result_text(ok: bool, value: dict[str, Any]) -> str:
 
 
 def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: dict[str, Any] | None = None,
-             turn_id: str | None = None) -> TurnOutcome:
+             turn_id: str | None = None, parent: Span | None = None) -> TurnOutcome:
+    """`parent`: the turn's span's parent, when not the session's (a client's `_meta.traceparent`)."""
     turn_id = turn_id or session.new_turn_id()
     emit = session.emit
     channel = session.ctx.channel
@@ -105,7 +106,7 @@ def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: di
         channel.begin_reply()       # the files chat_attach sends go with this turn's reply
     ev.emit(emit, ev.TurnStarted(turn_id=turn_id, prompt=prompt, origin=_given(origin)))
     outcome = TurnOutcome(turn_id=turn_id, status="failed")
-    span = spans.turn_span(session.trace, turn_id, prompt, session.config)
+    span = spans.turn_span(parent or session.trace, turn_id, prompt, session.config)
     session.history.append(UserMessage(text=prompt))
     try:
         outcome.reply = _loop(session, turn_id, cancel, outcome.usage, span)

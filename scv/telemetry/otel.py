@@ -71,6 +71,9 @@ class OtelSpan(Span):
         return TraceContext(format(own.trace_id, "032x"), format(own.span_id, "016x"), int(own.trace_flags),
                             own.trace_state.to_header())
 
+    def remote(self, context: TraceContext | None) -> Span:
+        return self if context is None else OtelSpan(_remote_span(context), self._tracer)
+
 
 # --- OTLP JSON ----------------------------------------------------------------------------------
 
@@ -215,13 +218,15 @@ def _silence() -> None:
     logger.propagate = False
 
 
-def _incoming(parent: TraceContext | None) -> Context:
-    if parent is None:
-        return Context()
+def _remote_span(parent: TraceContext) -> api.Span:
     remote = api.SpanContext(trace_id=int(parent.trace_id, 16), span_id=int(parent.span_id, 16), is_remote=True,
                              trace_flags=api.TraceFlags(parent.flags),
                              trace_state=api.TraceState.from_header([parent.state]) if parent.state else None)
-    return api.set_span_in_context(api.NonRecordingSpan(remote), Context())
+    return api.NonRecordingSpan(remote)
+
+
+def _incoming(parent: TraceContext | None) -> Context:
+    return Context() if parent is None else api.set_span_in_context(_remote_span(parent), Context())
 
 
 def start(settings: TraceSettings, name: str, attributes: Mapping[str, Any], parent: TraceContext | None) -> Run:

@@ -38,6 +38,11 @@ class Span:
         """What a process started under this span gets as its TRACEPARENT (None: not traced)."""
         return None
 
+    def remote(self, context: TraceContext | None) -> "Span":
+        """Another process's span (`context`, say from a request's `_meta`) as a parent in this
+        span's trace; this span itself when there is none."""
+        return self
+
 
 NO_SPAN = Span()
 
