@@ -257,3 +257,60 @@ def test_meta_is_accepted_untraced_and_other_unknown_params_are_still_refused(cl
     assert client.response(1).result["protocol_version"] == 3
     client.send("session.start", {"cwd": str(workspace), "_metta": {}}, id=2)
     assert "_metta" in client.response(2).error.message
+
+
+@pytest.mark.time_limit(300)
+def test_two_nested_scvs_continue_the_trace(receiver, tmp_path, monkeypatch, workspace, scv_home):
+    """scv exec -> nested SCV (depth 1) -> nested SCV (depth 2) -> bash: each level's own run
+    span is the child of the agent span that started it, and each turn the child of the agent
+    call that sent its turn.start."""
+    import json as _json
+    from tests.fake_openai import FakeOpenAI, Reply
+    from tests.fakes import setup_fake_home
+    setup_fake_home(tmp_path, monkeypatch)       # no `scv` on PATH: the nested SCV is this one
+    first, second = FakeOpenAI(), FakeOpenAI()
+    try:
+        homes = [scv_home / "agents" / "scv", scv_home / "agents" / "scv" / "agents" / "scv"]
+        for home, provider in zip(homes, (first, second)):
+            home.mkdir(parents=True)
+            (home / "config.toml").write_text(provider.config("chat").replace('api_key_env = "FAKE_OPENAI_KEY"',
+                                                                              'api_key = "sk-test"'))
+        first.enqueue(Reply(calls=[("n2", "agent", _json.dumps({"agent": "scv", "prompt": "go deeper"}))]),
+                      Reply(text="level one done"))
+        second.enqueue(Reply(calls=[("b", "bash", _json.dumps({"command": 'printf %s "$TRACEPARENT" > deep.txt'}))]),
+                       Reply(text="level two done"))
+        script = write_script(tmp_path / "s.jsonl",
+                              {"calls": [{"id": "a", "tool": "agent", "args": {"agent": "scv", "prompt": "go"}}]},
+                              {"text": "{{a.reply}}"})
+        # Spans of the nested servers go out while they run (their run spans at their exit).
+        proc = run_scv("exec", "--script", str(script), "--auto-approve", "-C", str(workspace), timeout=240,
+                       env=traced_env(receiver.endpoint, SCV_TELEMETRY_FLUSH_MS="30000",
+                                      OTEL_BSP_SCHEDULE_DELAY="50"))
+    finally:
+        first.close()
+        second.close()
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "level one done"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and sum(s.name == "scv server" for s in receiver.spans) < 2:
+        receiver.wait_for("never", deadline_seconds=0.2)
+    spans = receiver.spans
+    ids = {span.span_id: span for span in spans}
+    assert {span.trace_id for span in spans} == {TRACE_ID}
+    assert [span.name for span in spans if span.parent_id == INCOMING_SPAN] == ["scv exec"]
+    assert all(span.parent_id in ids for span in spans if span.name != "scv exec")
+    agents = [span for span in spans if span.name == "invoke_agent scv"]
+    servers = [span for span in spans if span.name == "scv server"]
+    assert len(agents) == 2 and len(servers) == 2
+    assert {server.parent_id for server in servers} == {agent.span_id for agent in agents}
+    assert {server.service for server in servers} == {"scv"}
+    turns = [span for span in spans if span.name == "scv turn"]
+    assert len(turns) == 3 and {agent.span_id for agent in agents} < {turn.parent_id for turn in turns}
+
+    def depth(span) -> int:
+        return 0 if span.name == "scv exec" else 1 + depth(ids[span.parent_id])
+
+    [bash] = [span for span in spans if span.name == "execute_tool bash"]
+    deep = traceparent.parse((workspace / "deep.txt").read_text())
+    assert deep.trace_id == TRACE_ID and deep.span_id == bash.span_id
+    assert depth(bash) == 8     # under exec: turn, tool, agent, turn, tool, agent, turn, tool (two levels)
