@@ -314,3 +314,29 @@ def test_two_nested_scvs_continue_the_trace(receiver, tmp_path, monkeypatch, wor
     deep = traceparent.parse((workspace / "deep.txt").read_text())
     assert deep.trace_id == TRACE_ID and deep.span_id == bash.span_id
     assert depth(bash) == 8     # under exec: turn, tool, agent, turn, tool, agent, turn, tool (two levels)
+
+
+def test_scv_batch_traces_its_run_and_each_task(receiver, tmp_path, user_home, workspace, scv_home):
+    (scv_home / "config.toml").write_text(on_cli())
+    codex = install(user_home / ".local" / "bin", "codex", tmp_path / "log" / "codex")
+    codex.replay("codex", "resume_0_first")
+    batch = tmp_path / "b.jsonl"
+    batch.write_text("".join(f'{{"id": "{name}", "agent": "codex", "prompt": "{SECRETS[1]} {name}"}}\n'
+                             for name in ("one", "two")))
+    proc = run_scv("batch", str(batch), "--parallel", "1", "--quiet", "-C", str(workspace),
+                   env=traced_env(receiver.endpoint, SCV_TELEMETRY_FLUSH_MS="30000"))
+    assert proc.returncode == 0, proc.stderr
+    spans = receiver.wait_for("scv batch")
+    ids = {span.span_id: span for span in spans}
+    [root] = [span for span in spans if span.parent_id == INCOMING_SPAN]
+    tasks = [span for span in spans if span.name == "scv batch task"]
+    agents = [span for span in spans if span.name == "invoke_agent codex"]
+    assert root.name == "scv batch" and {span.trace_id for span in spans} == {TRACE_ID}
+    assert sorted(task.attributes["scv.batch.task"] for task in tasks) == ["one", "two"]
+    assert {task.parent_id for task in tasks} == {root.span_id}
+    assert sorted(agent.parent_id for agent in agents) == sorted(task.span_id for task in tasks)
+    # One task at a time: the fake numbers its logs by counting them.
+    handed = {traceparent.parse(codex.env(index)["TRACEPARENT"]).span_id for index in range(2)}
+    assert handed == {agent.span_id for agent in agents}
+    assert all(span.parent_id in ids for span in spans if span is not root)
+    assert not [span for span in spans if any(SECRETS[1] in text for text in _texts(span))]

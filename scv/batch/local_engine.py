@@ -16,6 +16,7 @@ from scv.batch.results import COMPLETED
 from scv.core.cancellation import Cancellation
 from scv.core.errors import ConfigError, ScvError, UsageError
 from scv.core.stopping import SETTLE_SECONDS
+from scv.telemetry.spans import NO_SPAN, Span
 
 
 def _approved(tool: str, risk, summary: str) -> bool:
@@ -65,6 +66,7 @@ class AgentCalls:
             raise
         self._make = lambda: ToolRunner(self.supervisor, self.registry, ctx, _approved)
         self._checker = self._make()
+        self.trace: Span = NO_SPAN      # the batch's run span (scv/telemetry/): each task is a child
 
     @property
     def config(self):
@@ -81,9 +83,17 @@ class AgentCalls:
     def runner(self) -> Any:
         return self._make()
 
-    @staticmethod
-    def run(runner: Any, prepared: Any, cancel: Cancellation, on_progress) -> tuple[bool, dict[str, Any]]:
-        result = runner.run(prepared, cancel=cancel, on_progress=on_progress)
+    def run(self, runner: Any, prepared: Any, cancel: Cancellation, on_progress,
+            task_id: str = "") -> tuple[bool, dict[str, Any]]:
+        span = self.trace.child("scv batch task", {"scv.batch.task": task_id})
+        try:
+            result = runner.run(prepared, cancel=cancel, on_progress=on_progress, span=span)
+        except BaseException as err:
+            span.end(type(err).__name__)
+            raise
+        if span.recording:
+            span.set({"scv.batch.status": result.value.get("status")})
+        span.end(None if result.ok else "failed")
         return result.ok, dict(result.value)
 
     def close(self) -> None:
@@ -154,7 +164,8 @@ class LocalEngine:
         self._events.put(Started(task_id, attempt, self.node))
         try:
             ok, value = self.calls.run(runner, submission.task.prepared, cancel,
-                                       lambda line: self._events.put(Progress(task_id, attempt, self.node, line)))
+                                       lambda line: self._events.put(Progress(task_id, attempt, self.node, line)),
+                                       task_id)
         except ScvError as exc:     # a refusal at run time (all conversations busy, ...) fails the task
             ok, value = False, {"status": "failed", "error": str(exc)}
         except Exception as exc:

@@ -9,7 +9,8 @@ import click
 from scv.batch import progress, tasks
 from scv.batch.drive import drive, open_output
 from scv.batch.runner import BatchRunner
-from scv.core.errors import EXIT_SIGINT, ScvError, UsageError
+from scv.core.errors import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, ScvError, UsageError
+from scv.telemetry.start import start_run
 
 LOCAL_MAX_PARALLEL = 64
 RAY_ONLY = ("address", "token_file", "schedule_timeout", "retries", "detach", "cancel")
@@ -93,6 +94,9 @@ def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, w
         raise UsageError(f"--parallel {limit} is more than the local engine runs at once ({LOCAL_MAX_PARALLEL}); "
                          "pass at most that, or use --engine ray")
     calls = AgentCalls(workspace, limit)
+    run = start_run("scv batch", {"scv.batch.parallel": limit})    # after the supervisor: it starts a thread
+    calls.trace = run.span
+    code = EXIT_FAILED
     try:
         batch = tasks.load(file, calls.prepare)
         sink, todo, skipped = open_output(output, batch)
@@ -100,8 +104,11 @@ def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, w
         runner = BatchRunner(engine, todo, sink, progress.choose(sys.stderr, quiet), parallel=limit,
                              prefer=calls.config.agent.prefer, skipped=skipped)
         try:
-            return drive(runner, sink)
+            code = drive(runner, sink)
+            return code
         finally:
             engine.close()
     finally:
         calls.close()
+        run.span.set({"scv.exit_code": code})
+        run.finish(None if code == EXIT_OK else f"exit status {code}")
