@@ -13,6 +13,7 @@ from scv.core.errors import ConfigError, RefusedError
 from scv.core.messages import AgentPrivate, Call, Result
 from scv.tools.agent.tool import AgentTool
 from scv.tools.base import Risk, ToolContext
+from scv.telemetry.spans import NO_SPAN
 from scv.tools.registry import build_registry
 from scv.tools.services import Services
 from tests.agent_fakes import install, on_cli
@@ -281,6 +282,10 @@ def test_tool_contract_with_agents_on_offer(offer, context):
 
     class Recording:
         cancel = None
+        span = NO_SPAN
+
+        def under(self, span):
+            return self
 
         def message(self, executor, args, *, handle=None):
             return Call(tool="agent", executor=executor, args=args, workspace=str(ctx.workspace), handle="i/c-1",
