@@ -117,7 +117,8 @@ class Peer:
         text = " ".join(block.text for block in prompt if getattr(block, "text", None))
         self.turns += 1
         self.cancelled.clear()
-        log("session/prompt", session_id=session_id, text=text, turn=self.turns, pid=os.getpid())
+        # kwargs: the request's `_meta` members (the SDK passes them as keywords), e.g. traceparent.
+        log("session/prompt", session_id=session_id, text=text, turn=self.turns, pid=os.getpid(), meta=kwargs)
         if text.startswith("Your final reply did not give a JSON document"):
             # SCV's schema repair turn (issue 21): the document, on the same session.
             await self._say(session_id, '{"verdict": "pass", "turn": %d}' % self.turns)

@@ -13,6 +13,7 @@ from scv.core.errors import ConfigError, RefusedError
 from scv.core.messages import AgentPrivate, Call, Result
 from scv.tools.agent.tool import AgentTool
 from scv.tools.base import Risk, ToolContext
+from scv.telemetry.spans import NO_SPAN
 from scv.tools.registry import build_registry
 from scv.tools.services import Services
 from tests.agent_fakes import install, on_cli
@@ -282,6 +283,10 @@ def test_tool_contract_with_agents_on_offer(offer, context):
 
     class Recording:
         cancel = None
+        span = NO_SPAN
+
+        def under(self, span):
+            return self
 
         def message(self, executor, args, *, handle=None):
             return Call(tool="agent", executor=executor, args=args, workspace=str(ctx.workspace), handle="i/c-1",
@@ -361,6 +366,14 @@ def test_defaults_of_the_agent_keys(offer, context):
     assert conversations.max == 8 and conversations.idle_seconds == 86400
 
 
+class Untraced:
+    """A launch for a backend that starts no worker: only its (absent) span is read."""
+    span = NO_SPAN
+
+    def under(self, span):
+        return self
+
+
 def test_the_fake_backend_through_choose_backend_keeps_continues_and_forgets_conversations(offer, context):
     """The agent tool's own logic around a turn, on the fake backend the session chooses."""
     from scv.tools.agent.fake import FakeBackend, FakeTurn, SeenTurn
@@ -375,7 +388,7 @@ def test_the_fake_backend_through_choose_backend_keeps_continues_and_forgets_con
         planned = tool.parse(json.dumps(raw), ctx)      # checked and planned, as before approval
         assert planned.backend is fake
         assert tool.summary(planned, ctx).startswith("agent codex (a fake backend")
-        result = tool.run(planned, ctx, launch=None)
+        result = tool.run(planned, ctx, launch=Untraced())     # the fake backend launches nothing
         assert result.private is None       # the supervisor's part never reaches the model
         return result.value
 

@@ -8,10 +8,12 @@ import subprocess
 import sys
 
 import click
+import pytest
 
 from scv.cli import COMMAND_HELP, COMMANDS, ScvGroup
 from tests.conftest import scv_env
 from tests.fake_openai import FakeOpenAI, Reply
+from tests.fakes import write_script
 
 # Runs the CLI's real entry in this fresh process (click's `main`, as `python -m scv` does, but
 # without the quick exit, so the modules can be reported afterwards).
@@ -27,9 +29,9 @@ with open(sys.argv[1], "w") as fh:
 """
 
 
-def modules_after(tmp_path, *args: str, cwd) -> tuple[int, list[str], str]:
+def modules_after(tmp_path, *args: str, cwd, env: dict[str, str] | None = None) -> tuple[int, list[str], str]:
     report = tmp_path / "modules.json"
-    proc = subprocess.run([sys.executable, "-c", RUN_AND_REPORT, str(report), *args], cwd=cwd, env=scv_env(),
+    proc = subprocess.run([sys.executable, "-c", RUN_AND_REPORT, str(report), *args], cwd=cwd, env=env or scv_env(),
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert report.exists(), proc.stderr
     found = json.loads(report.read_text())
@@ -123,3 +125,40 @@ def test_exec_without_a_schema_never_imports_jsonschema(tmp_path, workspace):
                                        str(schema), cwd=workspace)
     assert code == 0 and out == '"done"\n'
     assert "jsonschema" in modules        # the check above looks for the right name
+
+
+def _otel_env(**variables: str) -> dict[str, str]:
+    env = {name: value for name, value in scv_env().items() if not name.startswith("OTEL_")}
+    env.update(variables, TRACEPARENT="00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+    return env
+
+
+# A port nothing listens on: a traced run's spans are refused and dropped, which is all right here.
+CLOSED = "http://127.0.0.1:9"
+
+
+@pytest.mark.parametrize("variables", [
+    {},                                                                     # nothing asks for traces
+    {"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": CLOSED},   # disabled wins
+    {"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": CLOSED},
+    {"OTEL_SERVICE_NAME": "named-only"},                                    # only names the service
+    {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_ENDPOINT": CLOSED},
+], ids=["unset", "sdk-disabled", "exporter-none", "service-name-only", "grpc"])
+def test_exec_untraced_imports_no_opentelemetry(tmp_path, workspace, variables):
+    script = write_script(tmp_path / "s.jsonl", {"calls": [{"tool": "bash", "args": {"command": "true"}}]},
+                          {"text": "done"})
+    code, modules, out = modules_after(tmp_path, "exec", "--script", str(script), "--auto-approve", cwd=workspace,
+                                       env=_otel_env(**variables))
+    assert code == 0 and out.strip() == "done"
+    assert "scv.session.turn_loop" in modules       # the real path ran
+    assert [name for name in modules if name.startswith(("opentelemetry", "scv.telemetry.otel", "google"))] == []
+
+
+def test_exec_traced_imports_opentelemetry(tmp_path, workspace):
+    """The other side of the test above: the same run with an endpoint loads the exporter."""
+    pytest.importorskip("opentelemetry.sdk")
+    script = write_script(tmp_path / "s.jsonl", {"text": "done"})
+    code, modules, out = modules_after(tmp_path, "exec", "--script", str(script), cwd=workspace,
+                                       env=_otel_env(OTEL_EXPORTER_OTLP_ENDPOINT=CLOSED))
+    assert code == 0 and out.strip() == "done"
+    assert "scv.telemetry.otel" in modules and "opentelemetry.sdk.trace" in modules

@@ -16,6 +16,7 @@ from scv.core.errors import RefusedError
 from scv.core.messages import Call, Result
 from scv.jobs.manager import Jobs
 from scv.skills.index import session_skills
+from scv.telemetry.spans import NO_SPAN
 from scv.tools.base import Risk, ToolContext, ToolSpec
 from scv.tools.catalog import BUILTIN_SPECS, LISTING, NEEDS
 from scv.tools.chat_keep import ChatKeepTool
@@ -59,6 +60,7 @@ class RecordingLaunch:
     """A Launch that records the messages a spec's run sends instead of forking workers."""
 
     cancel = None
+    span = NO_SPAN
 
     def __init__(self, supervisor):
         self.supervisor, self.sent = supervisor, []
@@ -77,6 +79,9 @@ class RecordingLaunch:
 
     def start_live(self):
         raise AssertionError("a built-in tool started a live worker in the conformance session")
+
+    def under(self, span):
+        return self
 
 
 @pytest.mark.parametrize("spec_class", BUILTIN, ids=lambda c: c.name)

@@ -2,6 +2,7 @@
 
 import os
 
+from scv.core import traceparent
 from workers.output_buffer import HeadTail
 from workers.running import process_runner
 from workers.runtime import ToolFailure, WorkerContext
@@ -19,8 +20,10 @@ def execute(args: dict, ctx: WorkerContext) -> dict:
 def _run(args: dict, ctx: WorkerContext, sandbox: SandboxedRun) -> dict:
     call = ctx.call
     launcher = sandbox.launcher.spawn if sandbox.launcher is not None else None
+    env = dict(os.environ)
+    traceparent.apply_options(env, ctx.options)     # the command's parent is this call's span
     spec = process_runner.RunSpec(argv=["/bin/bash", "-lc", args["command"]], cwd=call.workspace,
-                                  env=sandbox.environment(dict(os.environ)), timeout_seconds=call.timeout_seconds,
+                                  env=sandbox.environment(env), timeout_seconds=call.timeout_seconds,
                                   tag=call.handle, chunk_views=True, launcher=launcher)
     output = HeadTail(call.output_limit_bytes)
     try:

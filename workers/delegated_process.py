@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from scv.core import lineage
+from scv.core import lineage, traceparent
 from scv.core.agents.descriptors import Descriptor
 from scv.core.agents.environment import build_environment, prepare_home
 from workers.agents import tracking
@@ -40,6 +40,11 @@ def delegated_environment(args: dict[str, Any], ctx: WorkerContext, descriptor: 
     parent = lineage.link(instance, args["session_id"], args["delegation"])
     env = build_environment(descriptor, dict(os.environ), scv_home, parent=parent, depth=args["depth"],
                             full_permissions=bool(args.get("full_permissions")))
+    if traceparent.from_options(ctx.options) is not None:
+        # The agent's parent is its invoke_agent span; an agent that exports its own telemetry
+        # (to the OTEL_* endpoint it inherits) names itself, not SCV.
+        traceparent.apply_options(env, ctx.options)
+        env["OTEL_SERVICE_NAME"] = descriptor.name
     run = tracking.DelegatedRun(handle=args["delegation"], agent=descriptor.name,
                                 parent=env[lineage.PARENT_VARIABLE], depth=args["depth"], cwd=cwd,
                                 conversation=args.get("conversation"), turn=args.get("turn"))

@@ -17,6 +17,7 @@ from scv.batch.results import COMPLETED
 from scv.core.cancellation import Cancellation
 from scv.core.errors import ConfigError, ScvError, UsageError
 from scv.core.stopping import SETTLE_SECONDS
+from scv.telemetry.spans import NO_SPAN, Span
 
 
 def _approved(tool: str, risk, summary: str) -> bool:
@@ -66,6 +67,7 @@ class AgentCalls:
             raise
         self._make = lambda: ToolRunner(self.supervisor, self.registry, ctx, _approved)
         self._checker = self._make()
+        self.trace: Span = NO_SPAN      # the batch's run span (scv/telemetry/): each task is a child
 
     @property
     def config(self):
@@ -89,9 +91,17 @@ class AgentCalls:
         ctx = msgspec.structs.replace(self.ctx, workspace=Path(workspace))
         return ToolRunner(self.supervisor, self.registry, ctx, _approved)
 
-    @staticmethod
-    def run(runner: Any, prepared: Any, cancel: Cancellation, on_progress) -> tuple[bool, dict[str, Any]]:
-        result = runner.run(prepared, cancel=cancel, on_progress=on_progress)
+    def run(self, runner: Any, prepared: Any, cancel: Cancellation, on_progress,
+            task_id: str = "") -> tuple[bool, dict[str, Any]]:
+        span = self.trace.child("scv batch task", {"scv.batch.task": task_id})
+        try:
+            result = runner.run(prepared, cancel=cancel, on_progress=on_progress, span=span)
+        except BaseException as err:
+            span.end(type(err).__name__)
+            raise
+        if span.recording:
+            span.set({"scv.batch.status": result.value.get("status")})
+        span.end(None if result.ok else "failed")
         return result.ok, dict(result.value)
 
     def close(self) -> None:

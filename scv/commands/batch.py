@@ -10,7 +10,8 @@ from scv.batch import progress, tasks
 from scv.batch import results as results_module
 from scv.batch.drive import drive, open_output
 from scv.batch.runner import BatchRunner
-from scv.core.errors import EXIT_SIGINT, ScvError, UsageError
+from scv.core.errors import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, ScvError, UsageError
+from scv.telemetry.start import start_run
 
 LOCAL_MAX_PARALLEL = 64
 RAY_ONLY = ("address", "token_file", "schedule_timeout", "retries", "detach", "cancel")
@@ -118,6 +119,9 @@ def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, w
         raise UsageError(f"--parallel {limit} is more than the local engine runs at once ({LOCAL_MAX_PARALLEL}); "
                          "pass at most that, or use --engine ray")
     calls = AgentCalls(workspace, limit)
+    run = start_run("scv batch", {"scv.batch.parallel": limit})    # after the supervisor: it starts a thread
+    calls.trace = run.span
+    code = EXIT_FAILED
     try:
         lines = LineOptions(calls.ctx.workspace, batch_name(output), isolate, verify, verify_timeout_seconds,
                             recorded=results.recorded_bases(output))
@@ -138,3 +142,5 @@ def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, w
         return code
     finally:
         calls.close()
+        run.span.set({"scv.exit_code": code})
+        run.finish(None if code == EXIT_OK else f"exit status {code}")

@@ -30,6 +30,7 @@ from scv.session.session import Session
 from scv.session.turn_loop import Phase
 from scv.supervision.approval import terminal_approver
 from scv.supervision.supervisor import Supervisor
+from scv.telemetry.start import start_run
 from scv.tools.registry import executor_modules
 
 
@@ -150,16 +151,20 @@ def exec_command(prompt: str | None, script: Path | None, as_json: bool, timeout
     supervisor = Supervisor(preload=executor_modules(), gated=True)
     sent = Cancellation()       # readable once the first request is written (at once for a script)
     provider.when_sent(sent.cancel)
+    run = start_run("scv exec", {"scv.provider": provider.name})     # after the supervisor: it starts a thread
+    code = EXIT_FAILED
     try:
         instruction = None
         if schema is not None:
             from scv.structured import instruction as schema_instruction
             instruction = schema_instruction(schema)
         session = Session(supervisor, ctx, provider, emit=out.emit, asker=_asker(prompt_from_stdin),
-                          auto_approve=auto_approve, output_instruction=instruction)
+                          auto_approve=auto_approve, output_instruction=instruction, trace=run.span)
         code = _run(session, prompt, timeout, sent, lambda: _deferred_start(supervisor), schema)
     finally:
         supervisor.close()
+        run.span.set({"scv.exit_code": code})
+        run.finish(None if code == EXIT_OK else f"exit status {code}")
     sys.exit(code)
 
 

@@ -10,6 +10,7 @@ from scv.delegations.startup import start_tracking
 from scv.protocol.server import StdioServer
 from scv.providers.script import load_script
 from scv.supervision.supervisor import Supervisor
+from scv.telemetry.start import start_run
 from scv.tools.registry import executor_modules
 
 
@@ -29,8 +30,10 @@ def server_command(stdio: bool, script: Path | None) -> None:
         load_script(script)     # a broken script is a usage error now, not at session.start
     supervisor = Supervisor(preload=executor_modules())     # before any thread
     start_tracking(supervisor)
+    run = start_run("scv server")       # after the supervisor: tracing starts a thread
     try:
-        code = StdioServer(supervisor, sys.stdin.buffer, sys.stdout.buffer, script=script).serve()
+        code = StdioServer(supervisor, sys.stdin.buffer, sys.stdout.buffer, script=script, trace=run.span).serve()
     finally:
         supervisor.close()
+        run.finish()
     sys.exit(code)

@@ -78,6 +78,12 @@ class BatchConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     commit_message: str = "scv batch {id}: {prompt_first_line}"
 
 
+class TelemetryConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """[telemetry]: what spans may carry (docs/tracing.md); the OTEL_* variables turn tracing on.
+    The user's alone: a repository must not make a run export its prompts."""
+    content: bool = False           # prompt, reply and argument text on spans
+
+
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     tools: ToolsConfig = msgspec.field(default_factory=ToolsConfig)
     provider: ProviderSelect = msgspec.field(default_factory=ProviderSelect)
@@ -88,6 +94,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     skills: SkillsConfig = msgspec.field(default_factory=SkillsConfig)
     chat: ChatConfig = msgspec.field(default_factory=ChatConfig)
     batch: BatchConfig = msgspec.field(default_factory=BatchConfig)
+    telemetry: TelemetryConfig = msgspec.field(default_factory=TelemetryConfig)
 
 
 # Keys a project's .scv/config.toml may set; everything else is the user's alone.

@@ -28,7 +28,14 @@ RequestId = Union[int, str, None]
 
 # --- params ------------------------------------------------------------------------------------
 
-class InitializeParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+class Params(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Every request's params may carry `_meta` (as in ACP and MCP): data about the request, not
+    part of it, such as the caller's `traceparent` on turn.start (docs/tracing.md). Anything in
+    it that SCV does not use is ignored."""
+    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+
+
+class InitializeParams(Params, forbid_unknown_fields=True, kw_only=True):
     protocol_version: int
 
 
@@ -44,7 +51,7 @@ class ChannelParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     keep_days: Annotated[int, Meta(ge=1, le=36500)] | None = None
 
 
-class SessionStartParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+class SessionStartParams(Params, forbid_unknown_fields=True, kw_only=True):
     cwd: str | None = None
     delegation_depth: Annotated[int, Meta(ge=0, le=64)] = 0
     model: str | None = None
@@ -53,15 +60,15 @@ class SessionStartParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
     channel: ChannelParams | None = None
 
 
-class TurnStartParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+class TurnStartParams(Params, forbid_unknown_fields=True, kw_only=True):
     prompt: Annotated[str, Meta(min_length=1)]
 
 
-class NoParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+class NoParams(Params, forbid_unknown_fields=True, kw_only=True):
     pass
 
 
-class ApprovalResolveParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+class ApprovalResolveParams(Params, forbid_unknown_fields=True, kw_only=True):
     id: str
     approved: bool
 

@@ -37,6 +37,7 @@ from scv.core.lineage import inherited_depth
 from scv.core.risk import Risk
 from scv.core.signals import on_stop_signals
 from scv.core.stopping import SETTLE_SECONDS
+from scv.core.traceparent import from_meta
 from scv.protocol.messages import (INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_BYTES, PROTOCOL_VERSION,
                                    SERVER_ERROR, ApprovalResolve, BadMessage, ErrorObject, ErrorResponse,
                                    Initialize, Notification, Response, SessionClose, SessionStart, TurnCancel,
@@ -47,6 +48,7 @@ from scv.session.session import Session
 from scv.session.turn_loop import Phase
 from scv.skills.index import session_skills
 from scv.supervision.supervisor import Supervisor
+from scv.telemetry.spans import NO_SPAN, Span
 from scv.tools.base import ToolContext
 
 OTHER_STOP_WAIT = 1.0
@@ -69,8 +71,10 @@ class _Approval:
 
 
 class StdioServer:
-    def __init__(self, supervisor: Supervisor, stdin: BinaryIO, stdout: BinaryIO, *, script: Path | None = None):
+    def __init__(self, supervisor: Supervisor, stdin: BinaryIO, stdout: BinaryIO, *, script: Path | None = None,
+                 trace: Span = NO_SPAN):
         self.supervisor = supervisor
+        self.trace = trace          # the server's run span: its sessions' turns are under it
         self.stdin = stdin
         self.stdout = stdout
         self.script = script
@@ -208,7 +212,9 @@ class StdioServer:
                 case SessionStart(params=params):
                     self._respond(request.id, self._start_session(params, request.id))
                 case TurnStart(params=params):
-                    self._start_turn(params.prompt, request.id)
+                    # A client's `_meta.traceparent` (a parent SCV's agent call) parents the turn.
+                    parent = self.trace.remote(from_meta(params.meta)) if self.trace.recording else None
+                    self._start_turn(params.prompt, request.id, parent)
                 case TurnCancel():
                     self._respond(request.id, {"cancelled": self._cancel_turn("cancelled")})
                 case ApprovalResolve(params=params):
@@ -245,7 +251,7 @@ class StdioServer:
         ctx = ToolContext(workspace=root, config=config, delegation_depth=depth,
                           skills=session_skills(root, config), channel=channel)
         session = Session(self.supervisor, ctx, provider, emit=self.notify, asker=self._ask,
-                          auto_approve=params.auto_approve, base_prompt=params.system_prompt)
+                          auto_approve=params.auto_approve, base_prompt=params.system_prompt, trace=self.trace)
         self.session = session
         self._stop = threading.Event()
         self._work = work = queue.Queue()
@@ -259,7 +265,7 @@ class StdioServer:
             started["channel"] = channel.describe()
         return started
 
-    def _start_turn(self, prompt: str, id) -> None:
+    def _start_turn(self, prompt: str, id, parent: Span | None = None) -> None:
         session = self.session
         if session is None:
             raise BadMessage(SERVER_ERROR, "no session is open; send session.start first", id)
@@ -272,7 +278,7 @@ class StdioServer:
             cancel = self._cancel = Cancellation()
         turn_id = session.new_turn_id()
         self._respond(id, {"turn_id": turn_id})
-        self._work.put((prompt, None, turn_id, cancel))
+        self._work.put((prompt, None, turn_id, cancel, parent))
 
     def _run_turns(self, session: Session, work: queue.Queue, stop: threading.Event) -> None:
         """The session's one turn thread: client turns in order, and turns the session queued
@@ -296,12 +302,12 @@ class StdioServer:
                         session.requeue(queued)
                         continue
                     self._move(TurnSlot.BUSY)   # IDLE -> BUSY for a turn the server starts on its own
-                item = (queued.prompt, queued.origin, None, Cancellation())
-            prompt, origin, turn_id, cancel = item
+                item = (queued.prompt, queued.origin, None, Cancellation(), None)
+            prompt, origin, turn_id, cancel, parent = item
             with self._state:
                 self._cancel = cancel   # what turn.cancel cancels from now on
             try:
-                session.run_turn(prompt, cancel=cancel, origin=origin, turn_id=turn_id)
+                session.run_turn(prompt, cancel=cancel, origin=origin, turn_id=turn_id, parent=parent)
             except BaseException:
                 with self._state:
                     if self._slot is TurnSlot.BUSY:

@@ -12,8 +12,10 @@ from scv.core.cancellation import Cancellation
 from scv.core.errors import ScvError
 from scv.core.messages import ApprovalRequest, Call, Result
 from scv.core.risk import Risk
+from scv.core.traceparent import to_options
 from scv.supervision.approval import Approver, check_approval
 from scv.supervision.supervisor import Supervisor
+from scv.telemetry.spans import NO_SPAN, Span
 from scv.tools.base import ToolContext, ToolSpec
 from scv.tools.registry import Registry
 
@@ -39,15 +41,32 @@ class CallLaunch(msgspec.Struct):
     cancel: Cancellation | None
     on_progress: Callable[[str], None] | None
     on_approval: Callable[[ApprovalRequest], bool] | None
+    span: Span = NO_SPAN        # what the processes this call starts name as their TRACEPARENT
 
     def message(self, executor: str, args: dict[str, Any], *, handle: str | None = None) -> Call:
         tools = self.ctx.config.tools
         call_id, own_handle = self.supervisor.new_handle()
+        options = {**self.spec.options(self.ctx), "memory_mb": tools.worker_memory_mb}
+        if self.span.recording:
+            options.update(to_options(self.span.context))
         return Call(tool=self.spec.name, executor=executor, args=args, workspace=str(self.ctx.workspace),
                     handle=handle or own_handle, id=call_id,
                     timeout_seconds=self.spec.timeout_seconds(self.prepared, self.ctx),
-                    output_limit_bytes=tools.output_limit_bytes,
-                    options={**self.spec.options(self.ctx), "memory_mb": tools.worker_memory_mb})
+                    output_limit_bytes=tools.output_limit_bytes, options=options)
+
+    def under(self, span: Span) -> "CallLaunch":
+        """This launch with its workers under `span` (the agent tool's `invoke_agent`), whose
+        events then record the permission requests the agent relays."""
+        relay = self.on_approval
+        if relay is None or not span.recording:
+            return msgspec.structs.replace(self, span=span)
+
+        def recorded(ask: ApprovalRequest) -> bool:
+            approved = relay(ask)
+            span.event("scv.permission_request", {"scv.tool.name": ask.tool, "scv.tool.risk": ask.risk,
+                                                  "scv.tool.approval": "approved" if approved else "denied"})
+            return approved
+        return msgspec.structs.replace(self, span=span, on_approval=recorded)
 
     def fresh(self, message: Call, cancel: Any = None) -> Result:
         return self.supervisor.run(message, message.id, memory_bytes=self.ctx.config.tools.worker_memory_mb << 20,
@@ -85,15 +104,15 @@ class ToolRunner:
 
     def run(self, prepared: PreparedCall, *, cancel: Cancellation | None = None,
             on_progress: Callable[[str], None] | None = None,
-            on_approval: Callable[[ApprovalRequest], bool] | None = None) -> Result:
+            on_approval: Callable[[ApprovalRequest], bool] | None = None, span: Span = NO_SPAN) -> Result:
         spec, ctx = prepared.spec, self.ctx
         try:
             background = spec.background(prepared.call, ctx)
         except ScvError as err:     # what it continues was taken or forgotten since it was prepared
             return Result(ok=False, value={"error": str(err)})
         if background is not None:
-            return self._start_job(prepared, background)
-        launch = CallLaunch(self.supervisor, spec, prepared.call, ctx, cancel, on_progress, on_approval)
+            return self._start_job(prepared, background, span)
+        launch = CallLaunch(self.supervisor, spec, prepared.call, ctx, cancel, on_progress, on_approval, span)
         with self._one_at_a_time:
             try:
                 result = spec.run(prepared.call, ctx, launch)
@@ -102,7 +121,7 @@ class ToolRunner:
                 result = Result(ok=False, value={"error": str(err)})
         return Result(ok=result.ok, value=spec.complete(prepared.call, result, ctx))
 
-    def _start_job(self, prepared: PreparedCall, background) -> Result:
+    def _start_job(self, prepared: PreparedCall, background, span: Span) -> Result:
         if self.jobs is None:
             return Result(ok=False, value={"error": "background jobs belong to a session (scv exec or scv server "
                                                     "--stdio) and there is none here; run the call without "
@@ -112,7 +131,8 @@ class ToolRunner:
         foreground = PreparedCall(prepared.spec, background.foreground, prepared.risk, prepared.summary)
 
         def run(cancel, on_progress, on_approval) -> Result:
-            return own.run(foreground, cancel=cancel, on_progress=on_progress, on_approval=on_approval)
+            # The job's work stays in the trace, under the call that started it.
+            return own.run(foreground, cancel=cancel, on_progress=on_progress, on_approval=on_approval, span=span)
 
         try:
             job = self.jobs.start(background.agent, background.conversation, run)

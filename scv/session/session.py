@@ -33,6 +33,7 @@ from scv.session.calls import ToolRunner
 from scv.session.prompt import system_prompt
 from scv.session.turn_loop import Phase, ReplyCheck, TurnOutcome, run_turn
 from scv.supervision.supervisor import Supervisor
+from scv.telemetry.spans import NO_SPAN, Span
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry
 from scv.tools.services import open_services
@@ -69,8 +70,10 @@ class QueuedTurn:
 class Session:
     def __init__(self, supervisor: Supervisor, ctx: ToolContext, provider: Provider, *, emit: EventSink,
                  asker: Asker = deny_all, auto_approve: bool = False, base_prompt: str | None = None,
-                 agents: AgentSession | None = None, output_instruction: str | None = None):
+                 agents: AgentSession | None = None, output_instruction: str | None = None,
+                 trace: Span = NO_SPAN):
         self.ctx = ctx
+        self.trace = trace          # the run's span (scv/telemetry/): each turn is a child of it
         self.provider = provider
         self.emit = emit
         self.asker = asker
@@ -106,8 +109,9 @@ class Session:
         return f"turn-{next(self._turn_ids)}"
 
     def run_turn(self, prompt: str, *, cancel: Cancellation, origin: dict[str, Any] | None = None,
-                 turn_id: str | None = None, check: ReplyCheck | None = None) -> TurnOutcome:
-        return run_turn(self, prompt, cancel=cancel, origin=origin, turn_id=turn_id, check=check)
+                 turn_id: str | None = None, check: ReplyCheck | None = None,
+                 parent: Span | None = None) -> TurnOutcome:
+        return run_turn(self, prompt, cancel=cancel, origin=origin, turn_id=turn_id, check=check, parent=parent)
 
     # --- approvals ---------------------------------------------------------------------------
 

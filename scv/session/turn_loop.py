@@ -25,9 +25,11 @@ from scv.core.risk import Risk
 from scv.core.states import Moves
 from scv.providers.base import (AssistantMessage, HistoryItem, ModelReply, ModelRequest, Provider, ProviderError,
                                 ToolCall, ToolOutput, TurnCancelled, Usage, UserMessage)
+from scv.session import spans
 from scv.session.calls import ToolRunner
 from scv.structured import ReplyVerdict, repair_prompt
 from scv.supervision.approval import relayed_verdict
+from scv.telemetry.spans import Span
 
 
 class Phase(enum.Enum):
@@ -63,6 +65,8 @@ class TurnHost(Protocol):
     hosted_tools: tuple[dict[str, Any], ...]
     phase: Phase
     cancel_reason: str
+    auto_approve: bool
+    trace: Span                     # the span the session's turns are children of
 
     @property
     def config(self) -> Config: ...
@@ -100,7 +104,9 @@ def result_text(ok: bool, value: dict[str, Any]) -> str:
 
 
 def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: dict[str, Any] | None = None,
-             turn_id: str | None = None, check: ReplyCheck | None = None) -> TurnOutcome:
+             turn_id: str | None = None, check: ReplyCheck | None = None, parent: Span | None = None) -> TurnOutcome:
+    """`check`: the final reply's check (scv exec --output-schema), with one repair turn; `parent`:
+    the turn's span's parent, when not the session's (a client's `_meta.traceparent`)."""
     turn_id = turn_id or session.new_turn_id()
     emit = session.emit
     channel = session.ctx.channel
@@ -108,15 +114,16 @@ def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: di
         channel.begin_reply()       # the files chat_attach sends go with this turn's reply
     ev.emit(emit, ev.TurnStarted(turn_id=turn_id, prompt=prompt, origin=_given(origin)))
     outcome = TurnOutcome(turn_id=turn_id, status="failed")
+    span = spans.turn_span(parent or session.trace, turn_id, prompt, session.config)
     session.history.append(UserMessage(text=prompt))
     try:
-        outcome.reply = _loop(session, turn_id, cancel, outcome.usage)
+        outcome.reply = _loop(session, turn_id, cancel, outcome.usage, span)
         outcome.verdict = None if check is None else check(outcome.reply)
         if outcome.verdict is not None and not outcome.verdict.ok:
             # One repair turn in the same conversation: a full turn (tools on, its own max_turns);
             # a limit or a cancellation in it ends the turn with that status instead.
             session.history.append(UserMessage(text=repair_prompt(outcome.verdict)))
-            outcome.reply = _loop(session, turn_id, cancel, outcome.usage)
+            outcome.reply = _loop(session, turn_id, cancel, outcome.usage, span)
             outcome.verdict = check(outcome.reply)
         if outcome.verdict is not None and not outcome.verdict.ok:
             outcome.reason = "schema_invalid"
@@ -138,6 +145,8 @@ def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: di
                          "conversation is kept, so the turn can be retried; please report the traceback on stderr")
     finally:
         _enter(session, Phase.IDLE)
+        spans.end_turn(span, outcome.status, outcome.reason, outcome.error, outcome.usage, outcome.reply,
+                       session.config)
     files = msgspec.UNSET if channel is None else list(channel.reply)
     usage = msgspec.to_builtins(outcome.usage)
     if outcome.status == "completed":
@@ -159,7 +168,7 @@ def _given(value: dict[str, Any] | None) -> "dict[str, Any] | msgspec.UnsetType"
     return msgspec.UNSET if value is None else value
 
 
-def _loop(session: TurnHost, turn_id: str, cancel: Cancellation, usage: Usage) -> str:
+def _loop(session: TurnHost, turn_id: str, cancel: Cancellation, usage: Usage, span: Span) -> str:
     limit = session.config.agent.max_turns
     for _ in range(limit):
         if cancel.cancelled:
@@ -167,16 +176,22 @@ def _loop(session: TurnHost, turn_id: str, cancel: Cancellation, usage: Usage) -
         request = ModelRequest(system_prompt=session.system_prompt, history=tuple(session.history),
                                tools=session.tool_schemas, hosted_tools=session.hosted_tools)
         _enter(session, Phase.MODEL)
-        reply = session.provider.complete(
-            request, cancel=cancel,
-            on_text=lambda delta: ev.emit(session.emit, ev.AssistantDelta(turn_id=turn_id, text=delta)))
+        asked = spans.model_span(span, session.provider)
+        try:
+            reply = session.provider.complete(
+                request, cancel=cancel,
+                on_text=lambda delta: ev.emit(session.emit, ev.AssistantDelta(turn_id=turn_id, text=delta)))
+        except BaseException as err:
+            asked.end(type(err).__name__)
+            raise
+        spans.end_model(asked, reply, session.config)
         usage.add(reply.usage)
         if reply.text:
             ev.emit(session.emit, ev.AssistantText(turn_id=turn_id, text=reply.text))
         if not reply.tool_calls:
             session.history.append(AssistantMessage(text=reply.text))
             return session.finish_reply(reply)
-        outputs = [_tool_call(session, turn_id, call, cancel) for call in reply.tool_calls]
+        outputs = [_tool_call(session, turn_id, call, cancel, span) for call in reply.tool_calls]
         # The model's calls and every result enter the history together, so the next request
         # (in this turn or, after a cancellation, the next) always pairs each call with an output.
         session.history.append(AssistantMessage(text=reply.text, tool_calls=reply.tool_calls))
@@ -187,26 +202,49 @@ def _loop(session: TurnHost, turn_id: str, cancel: Cancellation, usage: Usage) -
                     "(agent.max_turns); the turn stopped")
 
 
-def _tool_call(session: TurnHost, turn_id: str, call: ToolCall, cancel: Cancellation) -> ToolOutput:
-    emit = session.emit
-    started = {"turn_id": turn_id, "call_id": call.id, "tool": call.name, "arguments": call.arguments}
+def _tool_call(session: TurnHost, turn_id: str, call: ToolCall, cancel: Cancellation, turn: Span) -> ToolOutput:
     if cancel.cancelled:
         return ToolOutput(call_id=call.id, output=result_text(False, {"error": "the turn was cancelled before this "
                                                                                "call ran"}))
+    span = spans.tool_span(turn, call, session.config)
+    approval: list[str | None] = [None]
+    try:
+        ok, value = _run_call(session, turn_id, call, cancel, span, approval)
+    except BaseException as err:
+        span.end(type(err).__name__)
+        raise
+    spans.end_tool(span, ok, value, approval[0])
+    return _completed(session, turn_id, call, ok, value)
+
+
+def _run_call(session: TurnHost, turn_id: str, call: ToolCall, cancel: Cancellation, span: Span,
+              approval: list[str | None]) -> tuple[bool, dict[str, Any]]:
+    """The call's result (ok, value); `approval` gets how it was approved, for its span."""
+    emit = session.emit
+    started = {"turn_id": turn_id, "call_id": call.id, "tool": call.name, "arguments": call.arguments}
     try:
         prepared = session.runner.prepare(call.name, call.arguments)
     except RefusedError as err:
         ev.emit(emit, ev.ToolStarted(**started, risk=None, summary=None))
-        return _completed(session, turn_id, call, False, {"error": str(err), "refused": True})
+        return False, {"error": str(err), "refused": True}
     ev.emit(emit, ev.ToolStarted(**started, risk=prepared.risk.value, summary=prepared.summary))
+    if span.recording:
+        span.set({"scv.tool.risk": prepared.risk.value})
     _enter(session, Phase.APPROVAL)
+    answers: list[bool] = []
+
+    def approver(tool: str, risk: Risk, summary: str) -> bool:
+        answers.append(session.ask(turn_id, tool, risk, summary, cancel))
+        return answers[-1]
+
     try:
-        session.runner.approve(prepared, approver=lambda tool, risk, summary: session.ask(
-            turn_id, tool, risk, summary, cancel))
+        session.runner.approve(prepared, approver=approver)
     except RefusedError as err:
-        return _completed(session, turn_id, call, False, {"error": str(err), "refused": True})
+        approval[0] = "denied"
+        return False, {"error": str(err), "refused": True}
+    approval[0] = "approved" if answers and not session.auto_approve else "auto"
     if cancel.cancelled:
-        return _completed(session, turn_id, call, False, {"error": "the turn was cancelled before this call ran"})
+        return False, {"error": "the turn was cancelled before this call ran"}
     throttle = ProgressThrottle(lambda line: ev.emit(emit, ev.ToolProgress(turn_id=turn_id, call_id=call.id,
                                                                            line=line)))
 
@@ -217,11 +255,11 @@ def _tool_call(session: TurnHost, turn_id: str, call: ToolCall, cancel: Cancella
     _enter(session, Phase.TOOL)
     try:
         result = session.runner.run(prepared, cancel=cancel, on_progress=throttle.offer,
-                                    on_approval=relayed_approval)
+                                    on_approval=relayed_approval, span=span)
     finally:
         _enter(session, Phase.MODEL)
     throttle.finish()
-    return _completed(session, turn_id, call, result.ok, result.value)
+    return result.ok, result.value
 
 
 def _completed(session: TurnHost, turn_id: str, call: ToolCall, ok: bool, value: dict[str, Any]) -> ToolOutput:

@@ -27,6 +27,7 @@ from scv.core.cancellation import Cancellation
 from scv.core.errors import RefusedError
 from scv.core.messages import Call, Result
 from scv.core.risk import Risk
+from scv.telemetry.spans import Span
 from scv.tools.offering import offered, session_facts
 from scv.tools.services import Services
 
@@ -41,6 +42,7 @@ class Launch(Protocol):
     """How a spec's `run` reaches workers for one approved call (scv/session/calls.py implements it)."""
 
     cancel: Cancellation | None     # the turn's own cancellation
+    span: Span                      # the call's span: its workers' processes are children of it
 
     def message(self, executor: str, args: dict[str, Any], *, handle: str | None = None) -> Call:
         """The call's message to a worker: its timeout, limits, options and tag filled in."""
@@ -53,6 +55,9 @@ class Launch(Protocol):
 
     def start_live(self) -> Any:
         """A new live worker for a conversation, owned by the caller."""
+
+    def under(self, span: Span) -> "Launch":
+        """This launch with its workers under `span` instead (a child of the call's span)."""
 
 
 class ToolContext(msgspec.Struct, frozen=True):

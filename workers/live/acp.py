@@ -15,7 +15,10 @@ otherwise the server is shut down and the conversation ends.
 import time
 from typing import Any
 
+import msgspec
+
 from scv import __version__
+from scv.core import traceparent
 from scv.core.agents.descriptors import DESCRIPTORS
 from scv.core.messages import AgentResult
 from workers.agents import verdict
@@ -134,7 +137,9 @@ class AcpAgent(LiveConversation):
                 if args.get(kind):
                     self._select(kind, args[kind], ctx, deadline)
             self._turn = state
-            self._prompt = self.wire.request("session/prompt", PromptParams(self.session, [TextBlock(args["prompt"])]))
+            meta = traceparent.to_meta(traceparent.from_options(ctx.options)) or msgspec.UNSET
+            self._prompt = self.wire.request("session/prompt", PromptParams(self.session, [TextBlock(args["prompt"])],
+                                                                            meta))
             answer = self._await(self._prompt, ctx, deadline, throttle)
             return self._outcome(answer, state)
         except Ended as ended:

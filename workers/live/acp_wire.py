@@ -247,6 +247,8 @@ class TextBlock(msgspec.Struct, tag_field="type", tag="text"):
 class PromptParams(_Camel):
     session_id: str
     prompt: list[TextBlock]
+    # The call's span (traceparent, tracestate), when SCV traces: docs/tracing.md.
+    meta: dict[str, str] | msgspec.UnsetType = msgspec.field(default=msgspec.UNSET, name="_meta")
 
 
 class CancelParams(_Camel):

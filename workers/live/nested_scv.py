@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
+from scv.core import traceparent
 from scv.core.jsonrpc import Connection, Response, WireError, decode_as
 from scv.core.messages import AgentPrivate, AgentResult
 from workers.agents import verdict
@@ -188,7 +189,10 @@ class NestedScv(LiveConversation):
     def _start_turn(self, prompt: str, ctx: WorkerContext, deadline: float, throttle) -> str:
         """turn.start; while a turn the nested SCV started itself runs, wait for it to end first."""
         while True:
-            request_id = self._starting = self._send("turn.start", {"prompt": prompt})
+            # The call's span, so the nested turn joins this trace under its own agent call.
+            meta = traceparent.to_meta(traceparent.from_options(ctx.options))
+            params = {"prompt": prompt, "_meta": meta} if meta else {"prompt": prompt}
+            request_id = self._starting = self._send("turn.start", params)
             self._await_start(request_id, ctx, deadline, throttle)
             answer = self._answers.pop(request_id)
             self._starting = None

@@ -31,6 +31,7 @@ from scv.tools.agent.acp import AcpBackend
 from scv.tools.agent.backend import AgentBackend, AgentCall
 from scv.tools.agent.cli import CliBackend
 from scv.tools.agent.nested import NestedScvBackend
+from scv.tools.agent.spans import agent_span, end_agent
 from scv.tools.base import BackgroundCall, Launch, Risk, ToolContext, ToolSpec, set_maximum
 
 
@@ -225,6 +226,16 @@ class AgentTool(ToolSpec):
         return {"scv_home": str(scv_home())}
 
     def run(self, call: AgentCall, ctx: ToolContext, launch: Launch) -> Result:
+        span = agent_span(launch.span, call, ctx.config)
+        try:
+            result = self._run(call, ctx, launch.under(span))
+        except BaseException as err:
+            span.end(type(err).__name__)
+            raise
+        end_agent(span, result.value, ctx.config)
+        return result
+
+    def _run(self, call: AgentCall, ctx: ToolContext, launch: Launch) -> Result:
         conversations = self._agents().conversations
         conversation = call.conversation
         if conversation is None and call.backend.keeps_conversations(call):

@@ -1,0 +1,57 @@
+"""The seam between SCV and OpenTelemetry: spans that open children, and the run that owns them.
+
+A span is passed down explicitly (the run to the session, the session to its turns, a turn to
+each tool call and its launch), never looked up in a context variable: turns run in their own
+threads and background jobs in others. With tracing off every span is NO_SPAN, whose methods do
+nothing and whose children are itself. scv/telemetry/otel.py is the real implementation, and
+scv/telemetry/start.py chooses between them.
+"""
+
+from typing import Any, ClassVar, Mapping
+
+from scv.core.traceparent import TraceContext
+
+Attributes = Mapping[str, Any]
+
+
+class Span:
+    """A span of the run's trace; this base class is the span of a run that is not traced."""
+
+    __slots__ = ()
+    recording: ClassVar[bool] = False
+
+    def child(self, name: str, attributes: Attributes | None = None, *, client: bool = False) -> "Span":
+        """A new span under this one (`client`: a request to another service, such as a model)."""
+        return self
+
+    def set(self, attributes: Attributes) -> None:
+        """Adds attributes; a None value is left out."""
+
+    def event(self, name: str, attributes: Attributes | None = None) -> None:
+        """Records a point in time on this span."""
+
+    def end(self, error: str | None = None) -> None:
+        """Ends the span; `error` marks it failed with that description."""
+
+    @property
+    def context(self) -> TraceContext | None:
+        """What a process started under this span gets as its TRACEPARENT (None: not traced)."""
+        return None
+
+    def remote(self, context: TraceContext | None) -> "Span":
+        """Another process's span (`context`, say from a request's `_meta`) as a parent in this
+        span's trace; this span itself when there is none."""
+        return self
+
+
+NO_SPAN = Span()
+
+
+class Run:
+    """This process's part of the trace: its root span, and the bounded flush when it ends. This
+    base class is a run that is not traced."""
+
+    span: Span = NO_SPAN
+
+    def finish(self, error: str | None = None) -> None:
+        """Ends the run's span and sends what is left, waiting at most 200 ms (SCV_TELEMETRY_FLUSH_MS)."""

@@ -1,0 +1,30 @@
+"""The start of a run's trace: the OTEL_* variables decide (settings.py); OpenTelemetry is imported
+only when they turn tracing on, and a missing extra costs one line, never the run."""
+
+import os
+import sys
+from typing import Mapping
+
+from scv.core.traceparent import from_environ
+from scv.telemetry.settings import decide
+from scv.telemetry.spans import Attributes, Run
+
+MISSING_EXTRA = ("scv: telemetry: the OTEL_* variables ask for traces, but OpenTelemetry is not installed; install "
+                 "it with pip install 'scv[otel]'; this run is not traced")
+
+
+def start_run(name: str, attributes: Attributes | None = None,
+              environ: Mapping[str, str] = os.environ) -> Run:
+    """The run `name` (such as "scv exec"), traced when the OTEL_* variables say so and a child of
+    the incoming TRACEPARENT. Call it after the Supervisor exists: tracing starts a thread."""
+    settings, notice = decide(environ)
+    if notice is not None:
+        print(notice, file=sys.stderr, flush=True)
+    if settings is None:
+        return Run()
+    try:
+        from scv.telemetry import otel
+    except ImportError:
+        print(MISSING_EXTRA, file=sys.stderr, flush=True)
+        return Run()
+    return otel.start(settings, name, attributes or {}, from_environ(environ))
