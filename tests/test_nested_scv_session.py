@@ -103,7 +103,9 @@ def test_two_turns_on_one_nested_scv_with_its_approvals_relayed(nested, workspac
     first = nested.completed()
     assert first["ok"] is True
     assert first["result"] == {"agent": "scv", "status": "completed", "reply": "the file is made",
-                               "usage": {"input_tokens": 20, "output_tokens": 10}, "session": "scv-1", "turn": 1}
+                               "usage": {"turns": 1, "input_tokens": 20, "cached_input_tokens": None,
+                                         "output_tokens": 10, "cost_usd": None, "cost_source": None},
+                               "session": "scv-1", "turn": 1}
     assert (workspace / "made-by-nested.txt").read_text() == "nested\n"
     assert nested.turn_done()["reply"] == "parent saw turn 1"
     # Between calls the nested SCV waits, idle, on the same process.
