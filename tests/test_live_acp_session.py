@@ -65,8 +65,11 @@ def test_two_turns_of_one_conversation_run_on_one_server_process(tmp_path, user_
     assert "Continue conversation claude-1" in started[1]["summary"]
     first, second = [e["result"] for e in seen if e["type"] == "tool.completed"]
     pid = server_pid(server)
-    assert first == {"agent": "claude", "status": "completed", "reply": f"turn 1 in process {pid}", "usage": None,
-                     "exit_code": None, "stderr_tail": "", "truncated": False, "session": "claude-1", "turn": 1}
+    no_tokens = {"turns": 1, "input_tokens": None, "cached_input_tokens": None, "output_tokens": None,
+                 "cost_usd": None, "cost_source": None}       # the peer reports no usage; its turn counts
+    assert first == {"agent": "claude", "status": "completed", "reply": f"turn 1 in process {pid}",
+                     "usage": no_tokens, "exit_code": None, "stderr_tail": "", "truncated": False,
+                     "session": "claude-1", "turn": 1}
     assert second["reply"] == f"turn 2 in process {pid}"
     assert (second["session"], second["turn"], second["status"]) == ("claude-1", 2, "completed")
     assert len(server.events("start")) == 1 and len(server.events("initialize")) == 1
