@@ -228,6 +228,7 @@ def test_a_quiet_tool_does_not_hide_its_latest_progress(supervisor, workspace, t
 def test_relayed_approval_follows_policy_and_client(supervisor, workspace, scv_home, policy, answer, expected):
     from scv.core.messages import ApprovalRequest
     from scv.session.turn_loop import Phase, _tool_call
+    from scv.telemetry.spans import NO_SPAN
     (scv_home / "config.toml").write_text(f'[tools]\napproval_policy = "{policy}"\n')
     asked = []
 
@@ -244,6 +245,6 @@ def test_relayed_approval_follows_policy_and_client(supervisor, workspace, scv_h
     session.runner.run = run
     (workspace / "x").write_text("x")
     session.phase = Phase.MODEL     # where the turn's loop calls _tool_call: the model asked for it
-    _tool_call(session, "turn-1", ToolCall(id="c", name="read", arguments='{"path": "x"}'), Cancellation())
+    _tool_call(session, "turn-1", ToolCall(id="c", name="read", arguments='{"path": "x"}'), Cancellation(), NO_SPAN)
     assert relayed == [expected]
     assert asked == ([("bash", "process", "nested")] if policy == "on-risk" else [])
