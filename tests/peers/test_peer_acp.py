@@ -47,7 +47,7 @@ class Conversation:
         if self.agent is None:
             self.agent = acp.start(self.args, ctx)
             self.live.append(self.agent)
-        return self.agent.turn(self.args, ctx)
+        return self.agent.turn(self.args, ctx).public()
 
     def cancel_mid_turn(self, prompt: str, requests) -> None:
         """A call cancelled once `requests()` (what the model server received) carries `prompt`;
@@ -57,7 +57,7 @@ class Conversation:
         with pytest.raises(ToolFailure) as failure:
             self.run(ctx)
         fields = failure.value.fields
-        assert fields["status"] == "cancelled" and "_conversation_ended" not in fields, (failure.value, fields)
+        assert fields["status"] == "cancelled" and not failure.value.private.conversation_ended, (failure.value, fields)
 
     @property
     def pid(self) -> int:
@@ -191,7 +191,7 @@ def test_codex_acp_conversation_and_relayed_permissions(harness, live, openai, w
     ctx = talk.context("make denied.txt", answer=lambda ask: False)
     with pytest.raises(ToolFailure) as failure:         # codex-acp ends the turn of a refused command
         talk.run(ctx)
-    assert failure.value.fields["status"] == "cancelled" and "_conversation_ended" not in failure.value.fields
+    assert failure.value.fields["status"] == "cancelled" and not failure.value.private.conversation_ended
     assert "after a permission it asked for was denied" in str(failure.value)
     assert len(ctx.asked) == 1 and not target.exists()
     assert talk.pid == pid and talk.agent.proc.alive
