@@ -87,6 +87,21 @@ def test_a_risky_call_is_put_to_the_host_as_elicitation(host, action, ran):
         assert result.structuredContent.get("refused") is True
 
 
+def test_auto_approve_wins_over_a_host_that_declares_elicitation(host):
+    """`claude -p` declares elicitation and declines whatever it is asked: the flag means no asking."""
+    asked = []
+
+    async def elicit(context, params):
+        asked.append(params.message)
+        return ElicitResult(action="decline")
+
+    async def body(session):
+        return await session.call_tool("bash", {"command": "echo made > made.txt"})
+
+    result = host(body, "--tools", "bash", "--auto-approve", elicit=elicit)
+    assert result.isError is False and asked == [] and (host.workspace / "made.txt").exists()
+
+
 @pytest.mark.parametrize("flags, ran", [(("--auto-approve",), True), ((), False)])
 def test_without_elicitation_the_flag_decides_at_once(host, flags, ran):
     async def body(session):

@@ -20,8 +20,9 @@ HOSTS = ("claude", "codex", "gemini")
 @click.option("-C", "workspace", default=None, help="The session's workspace (default: the current folder).")
 @click.option("--tools", "tools", default="", help="Also offer these built-in tools, comma-separated: "
                                                    "read,write,bash,web_fetch.")
-@click.option("--auto-approve", is_flag=True, help="Approve what the policy asks about when the host cannot "
-                                                    "be asked (no elicitation); otherwise it is denied.")
+@click.option("--auto-approve", is_flag=True, help="Approve what the policy asks about without asking the "
+                                                    "host; without it the host is asked through elicitation, "
+                                                    "or, when it cannot be, it is denied.")
 @click.option("--print-config", "host", default=None, help="Print the snippet that registers scv mcp with this "
                                                            "host (claude, codex or gemini) and exit.")
 def mcp_command(workspace: str | None, tools: str, auto_approve: bool, host: str | None) -> None:

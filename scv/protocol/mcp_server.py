@@ -7,8 +7,9 @@ and the host's answers to elicitation are read while calls run. Closing stdin (o
 cancels every call in flight, stops its processes and closes the session's agents.
 
 Approval: every call goes through `tools.approval_policy` like a model's call; where the policy
-asks, and for every request a delegated agent relays, the host is asked with `elicitation/create`
-when it declared that capability, otherwise `--auto-approve` decides at once (never a wait).
+asks, and for every request a delegated agent relays, `--auto-approve` approves at once; without
+it the host is asked with `elicitation/create` when it declared that capability, otherwise the
+request is denied at once (never a wait).
 """
 
 import datetime
@@ -363,11 +364,13 @@ class McpServer:
     # --- approvals ------------------------------------------------------------------------------
 
     def _ask(self, tool: str, risk: Risk, summary: str, cancel: Cancellation) -> bool:
-        """Where the policy asks: the host through elicitation, or the flag, at once."""
-        if policy_verdict(self.ctx.config.tools.approval_policy, risk) is Verdict.RUN:
+        """Where the policy asks: `--auto-approve` at once (a headless host such as `claude -p`
+        declares elicitation yet declines every request), else the host through elicitation, else
+        a denial at once."""
+        if self.auto_approve or policy_verdict(self.ctx.config.tools.approval_policy, risk) is Verdict.RUN:
             return True
         if not self.elicitation:
-            return self.auto_approve
+            return False
         question = _Question()
         message = f"scv: {tool} ({risk.value}) wants to {summary}"
         with self._lock:

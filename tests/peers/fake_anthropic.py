@@ -85,7 +85,9 @@ class FakeAnthropic:
     def _blocks(self, body: dict) -> list[dict]:
         """The reply's content: the scripted tool call (once) for the request that ends with its
         prompt, else the text (after a tool call, the text says what its result was)."""
-        messages = body.get("messages") or []
+        # Claude Code -p ends the list with a system message of its environment: the turn is the
+        # last message of the conversation proper.
+        messages = [m for m in body.get("messages") or [] if m.get("role") != "system"]
         last = messages[-1].get("content") if messages else None
         parts = [part for part in last if isinstance(part, dict)] if isinstance(last, list) else []
         with self.lock:
