@@ -85,3 +85,55 @@ def test_scv_tool_agent_exits_1_with_schema_invalid(claude, workspace):
     assert proc.returncode == 1, proc.stderr
     value = json.loads(proc.stdout)
     assert value["status"] == "schema_invalid" and value["reply"] == "still no" and len(value["errors"]) == 1
+
+
+# --- agents other than Claude: pi repairs over its session, Grok on its CLI gets no repair turn ----
+
+@pytest.fixture
+def pi(tmp_path, user_home, scv_home):
+    (scv_home / "config.toml").write_text(on_cli())
+    agent_dir = scv_home / "agents" / "pi" / ".pi" / "agent"
+    agent_dir.mkdir(parents=True)
+    (agent_dir / "auth.json").write_text('{"scv": {"type": "api_key", "key": "k"}}')
+    return install(user_home / ".local" / "bin", "pi", tmp_path / "log" / "pi")
+
+
+def pi_answers(fake, *replies: str) -> None:
+    """The fake pi's n-th run replays a real capture with its reply swapped for replies[n]."""
+    q = shlex.quote
+    turn = capture("pi", "text_defaults_from_settings").with_suffix(".jsonl")
+    branches = []
+    for n, reply in enumerate(replies):
+        escaped = json.dumps(reply)[1:-1].replace("\\", "\\\\").replace("/", "\\/").replace("&", "\\&")
+        branches.append(f'if [ "$n" = {n} ]; then sed {q("s/hi from fake/" + escaped + "/g")} {q(str(turn))}; fi')
+    fake.write("\n".join(branches) + "\nexit 0\n")
+
+
+def test_pi_is_repaired_over_its_own_session(pi, make_runner):
+    pi_answers(pi, "It passed, I think.", '```json\n{"verdict": "pass"}\n```')
+    ok, value = call(make_runner(), {"agent": "pi", "prompt": "check", "schema": SCHEMA})
+    assert ok and value["structured"] == {"verdict": "pass"} and value["turn"] == 2, value
+    first, repair = pi.calls()
+    assert "--session" in repair and "did not give a JSON document" in repair[-1]
+
+
+@pytest.fixture
+def grok(tmp_path, user_home, scv_home):
+    (scv_home / "config.toml").write_text(on_cli('[agents.grok]\npermissions = "full"\n'))
+    (scv_home / "agents" / "grok" / ".grok").mkdir(parents=True)
+    (scv_home / "agents" / "grok" / ".grok" / "auth.json").write_text('{"token": "x"}')
+    return install(user_home / ".local" / "bin", "grok", tmp_path / "log" / "grok")
+
+
+def test_grok_on_its_cli_is_checked_without_a_repair_turn(grok, make_runner):
+    grok.write("echo 'It passed.'\n")
+    ok, value = call(make_runner(), {"agent": "grok", "prompt": "check", "schema": SCHEMA})
+    assert not ok and value["status"] == "schema_invalid" and value["reply"] == "It passed.\n", value
+    assert len(grok.calls()) == 1                # no session to repair over: one run only
+    assert grok.calls()[0][-1].startswith("check\n\nStructured result")
+
+
+def test_grok_on_its_cli_with_a_valid_reply_gains_structured(grok, make_runner):
+    grok.write("""printf '%s\\n' 'Checked.' '```json' '{"verdict": "fail"}' '```'\n""")
+    ok, value = call(make_runner(), {"agent": "grok", "prompt": "check", "schema": SCHEMA})
+    assert ok and value["structured"] == {"verdict": "fail"} and len(grok.calls()) == 1, value

@@ -8,7 +8,8 @@ import pytest
 
 from tests.conftest import run_scv, scv_env
 from tests.fake_openai import FakeOpenAI, Reply
-from tests.fakes import events, write_script
+from tests.delegation_fakes import codex_reply_lines, fake_agent
+from tests.fakes import events, setup_fake_home, write_script
 
 SCHEMA = {"type": "object", "properties": {"verdict": {"enum": ["pass", "fail"]},
                                            "failing": {"type": "array", "items": {"type": "string"}}},
@@ -154,3 +155,30 @@ def test_schema_from_stdin_is_refused(workspace, tmp_path):
     script = write_script(tmp_path / "s.jsonl", {"text": "{}"})
     proc = run_scv("exec", "go", "--script", str(script), "--output-schema", "-", "-C", str(workspace))
     assert proc.returncode == 2 and "--output-schema - is not allowed" in proc.stderr
+
+
+def test_with_a_background_job_the_last_turn_after_its_report_is_validated(workspace, tmp_path, schema_file,
+                                                                         monkeypatch, scv_home):
+    """The first turn ends in prose while its job runs; the report's turn answers the document:
+    no repair is spent on the first turn, and stdout holds only the final document."""
+    setup_fake_home(tmp_path, monkeypatch)
+    fake_agent(tmp_path, "codex", codex_reply_lines("all tests pass"))
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [{"id": "b", "tool": "agent",
+                                      "args": {"agent": "codex", "prompt": "run the tests", "background": True}}]},
+                          {"text": "started {{b.job}}, waiting for it"},
+                          {"text": '{"verdict": "pass", "failing": []}'})
+    proc = run_scv("exec", "check it", "--script", str(script), "--output-schema", str(schema_file), "--json",
+                   "--auto-approve", "-C", str(workspace), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    seen = events(proc)
+    assert [e["type"] for e in seen if e["type"].startswith("turn.")] == \
+        ["turn.started", "turn.completed", "turn.started", "turn.completed"]
+    report = [e for e in seen if e["type"] == "turn.started"][1]
+    assert report["prompt"].startswith("[SCV background report]") and "all tests pass" in report["prompt"]
+    assert seen[-1]["structured"] == {"verdict": "pass", "failing": []}
+    assert "structured" not in [e for e in seen if e["type"] == "turn.completed"][0]
+    plain = run_scv("exec", "check it", "--script", str(script), "--output-schema", str(schema_file),
+                    "--auto-approve", "-C", str(workspace), timeout=60)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == '{"verdict":"pass","failing":[]}\n'
