@@ -340,3 +340,22 @@ def test_a_sigkilled_driver_of_a_private_ray_leaves_nothing(tmp_path, short_tmp)
         kill_pids(shared_pids(shared))
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_schema_path_is_read_by_the_driver_and_the_task_carries_the_object(cluster, tmp_path):
+    """The schema file lives beside the batch file on the driver's machine; the node's agent gets
+    the instruction with the schema itself, and its prose ends `schema_invalid` with the errors."""
+    head = cluster.reset()
+    (tmp_path / "schemas").mkdir()
+    schema = {"type": "object", "properties": {"verdict": {"enum": ["pass", "fail"]}}, "required": ["verdict"]}
+    (tmp_path / "schemas" / "verdict.json").write_text(json.dumps(schema))
+    batch = write_batch(tmp_path / "b.jsonl",
+                        {"id": "s0", "agent": "codex", "prompt": "quick s0", "schema": "schemas/verdict.json"})
+    out, err = tmp_path / "out.jsonl", tmp_path / "err.txt"
+    proc = head.start(*cluster.batch(head, batch, "--output", str(out)), log=err)
+    assert proc.wait(SLOW) == 1, err.read_text()         # schema_invalid fails the batch
+    found = lines_of(out)["s0"]
+    assert found["status"] == "schema_invalid" and found["node"]["id"] == cluster.node_ids["alpha"], found
+    assert found["reply"] == "done on alpha" and found["errors"]
+    sent = (cluster.alpha.root / "log" / "prompts").read_text()
+    assert "Structured result" in sent and '"required":["verdict"]' in sent
