@@ -392,3 +392,18 @@ def test_orphan_reconcile_reaps_an_idle_nested_scv_whose_parent_was_killed(neste
     assert f"stopped 1 orphaned delegation(s): {row['handle']}" in done.stderr
     wait_for(lambda: gone(sorted(family)) and not tagged_with(row["handle"]), what="the orphaned nested SCV to go")
     assert records_in(nested.scv_home) == []
+
+
+def test_a_schema_call_is_repaired_on_the_nested_scvs_next_turn(nested):
+    schema = {"type": "object", "properties": {"verdict": {"enum": ["pass", "fail"]}}, "required": ["verdict"]}
+    nested.parent.enqueue(agent_call("a1", agent="scv", prompt="check it", schema=schema), Reply(text="parent done"))
+    nested.nested.enqueue(Reply(text="It all passed."), Reply(text='```json\n{"verdict": "pass"}\n```'))
+    nested.client.request("turn.start", {"prompt": "delegate a check"})
+    nested.approve(True, tool="agent")
+    result = nested.completed()["result"]
+    assert result["status"] == "completed" and result["structured"] == {"verdict": "pass"}, result
+    assert result["session"] == "scv-1" and result["turn"] == 2
+    first, repair = (json.dumps(r.body["messages"]) for r in nested.nested.requests)
+    assert "Structured result" in first and "did not give a JSON document" in repair
+    assert "It all passed." in repair                   # the repair went on the same conversation
+    assert nested.turn_done()["reply"] == "parent done"
