@@ -137,3 +137,12 @@ def test_grok_on_its_cli_with_a_valid_reply_gains_structured(grok, make_runner):
     grok.write("""printf '%s\\n' 'Checked.' '```json' '{"verdict": "fail"}' '```'\n""")
     ok, value = call(make_runner(), {"agent": "grok", "prompt": "check", "schema": SCHEMA})
     assert ok and value["structured"] == {"verdict": "fail"} and len(grok.calls()) == 1, value
+
+
+def test_a_repair_turn_that_times_out_ends_timeout_not_schema_invalid(claude, make_runner):
+    q = shlex.quote
+    turn = capture("claude", "resume_turn1").with_suffix(".jsonl")
+    claude.write(f'if [ "$n" = 0 ]; then cat {q(str(turn))}; exit 0; fi\nsleep 60\n')   # the repair never answers
+    ok, value = call(make_runner(), {"agent": "claude", "prompt": "check", "schema": SCHEMA, "timeout_seconds": 8})
+    assert not ok and value["status"] == "timeout" and "errors" not in value, value
+    assert len(claude.calls()) == 2 and value["session"] == "claude-1"
