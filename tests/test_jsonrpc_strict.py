@@ -30,3 +30,11 @@ def test_a_notification_owes_no_answer_and_a_lenient_side_still_ignores_what_it_
     lenient = jsonrpc.Connection()
     assert lenient.feed(b'{not json\n{"id":null,"method":"x"}\n{"id":1,"method":"x"}\n')[0].answer is True
     assert lenient.ignored == 2
+
+
+def test_the_fuzz_properties_hold():
+    from hypothesis import settings
+
+    from fuzz import fuzz_protocol
+    for harness in fuzz_protocol.HARNESSES:
+        settings(max_examples=200, deadline=None, database=None)(harness)()

@@ -1,5 +1,5 @@
 """One JSON-RPC 2.0 connection over newline-delimited lines: what the ACP client, the nested SCV
-client and the MCP code on both sides speak, each with its own method Structs on top.
+client, the stdio server and the MCP code on both sides speak, each with its own method Structs on top.
 
 Each direction numbers its own requests: a response is matched only against the ids this side
 sent and has not seen answered, and a request from the peer carries the peer's ids, so both sides
