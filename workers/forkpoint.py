@@ -36,8 +36,12 @@ MAX_PACKET = 65536
 SPARES = 2
 # SIGCHLD's byte in the wake-up pipe reaps a finished worker at once. Once in about a dozen suite
 # runs a worker stayed a zombie of an idle fork point for over 10 s, and no path that loses that
-# wake-up has been found (tests/test_supervisor.py's leak test names its state if it lasts): an
-# idle fork point also reaps this often, so such a zombie cannot outlive the interval.
+# wake-up has been found (CPython writes the byte from its C handler whatever the thread, a full
+# pipe stays readable, the handler is set before the first fork and never replaced, every child is
+# registered before the loop waits, nothing here waits on a pidfd): an idle fork point also reaps
+# this often, so such a zombie cannot outlive the interval. A zombie this cannot collect is one
+# whose other threads are still exiting (waitpid does not return it yet), or a stopped or blocked
+# fork point: tests/test_supervisor.py's leak test names the thread count, state and wait channel.
 REAP_AT_LEAST_EVERY = 2.0
 
 
