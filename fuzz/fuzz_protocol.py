@@ -1,14 +1,15 @@
 """Longer runs over the client-side decoders: the SSE decoder (any bytes, cut anywhere, decode
-the same as in one piece and never raise anything but SSEError) and the JSON-RPC request
-decoder (any line ends in a request or one BadMessage with a JSON-RPC error code)."""
+the same as in one piece and never raise anything but SSEError) and the stdio server's request
+decoding (any line, through the strict connection and then the method's params, ends in a request
+or in one JSON-RPC error: Unreadable or BadMessage)."""
 
 import json
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scv.protocol.messages import (INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, METHODS, PARSE_ERROR,
-                                   BadMessage, decode_request)
+from scv.core.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, Connection, Unreadable
+from scv.protocol.messages import METHODS, PARAMS, BadMessage, decode_params
 from scv.providers.sse import SSEDecoder, SSEError
 
 SSE_PIECES = st.sampled_from([b"data:", b"data: ", b"event: x", b"id: 1", b":c", b"\n", b"\r", b"\r\n", b"{}",
@@ -56,15 +57,23 @@ REQUESTS = st.fixed_dictionaries({}, optional={
 @given(REQUESTS | st.binary(max_size=40).map(lambda b: b.decode("latin-1")))
 def jsonrpc_decoding_is_total(message):
     line = json.dumps(message).encode() if isinstance(message, dict) else message.encode("utf-8", "surrogatepass")
+    arrived = Connection(strict=True).feed(line.replace(b"\n", b" ") + b"\n")
+    if not arrived:
+        assert not line.strip()
+        return
+    [incoming] = arrived
+    if isinstance(incoming, Unreadable):
+        assert incoming.code in (PARSE_ERROR, INVALID_REQUEST) and incoming.message
+        assert incoming.id is None or isinstance(incoming.id, (int, str))
+        return
     try:
-        request = decode_request(line)
+        params = decode_params(incoming)
     except BadMessage as bad:
-        assert bad.code in (PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS)
+        assert bad.code in (METHOD_NOT_FOUND, INVALID_PARAMS)
         assert str(bad)
-        assert bad.id is None or isinstance(bad.id, (int, str))
         return
     assert isinstance(message, dict) and message["method"] in METHODS and message["jsonrpc"] == "2.0"
-    assert type(request).__struct_config__.tag == message["method"]
+    assert type(params) is PARAMS[message["method"]]
 
 
 HARNESSES = [sse_split_anywhere_decodes_the_same, jsonrpc_decoding_is_total]

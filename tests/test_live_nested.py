@@ -245,6 +245,27 @@ def test_a_failed_nested_turn_carries_its_reason(user, tmp_path, harness, live):
     assert failure.value.private.available is False and "scv agents login scv" in failure.value.fields["hint"]
 
 
+def test_an_older_child_that_omits_fields_is_followed_and_unreadable_events_are_ignored(user, tmp_path, harness,
+                                                                                       live):
+    """The rule of scv/core/events.py's read_event, through the client: an omitted field reads as
+    empty (no risk or summary, a turn's end without reply or usage), a missing turn id or a field
+    of the wrong type makes the event unreadable, and it is ignored."""
+    server = install_nested(user, tmp_path / "log", turns(
+        emit("tool.started", turn_id="@T@", call_id="c1", tool="read", arguments='{"path":"a"}'),
+        emit("tool.progress", call_id="c1", line="no turn id"),
+        emit("tool.progress", turn_id="@T@", call_id="c1", line=7),
+        emit("tool.progress", turn_id="@T@", call_id="c1", line="read half of a"),
+        emit("assistant.delta", turn_id="@T@", text="streamed reply"),
+        emit("turn.failed", turn_id=42, reason="provider", error="an unreadable end is not this turn's end"),
+        emit("turn.completed", turn_id="@T@")))
+    agent, args, ctx = begin(harness, live, server)
+    result = agent.turn(args, ctx)
+    assert result.status == "completed" and result.reply == "streamed reply"
+    assert ctx.lines[0] == "read"
+    assert "no turn id" not in ctx.lines and "7" not in ctx.lines
+    assert agent.wire.ignored == 3
+
+
 def test_model_after_the_first_call_and_any_effort_are_refused(user, tmp_path, harness, live):
     server = install_nested(user, tmp_path / "log", turns(completed()))
     agent, args, ctx = begin(harness, live, server)

@@ -205,6 +205,24 @@ def test_sigterm_mid_turn_stops_processes_and_exits(clients, workspace, tmp_path
     assert client.until("turn.failed").params["reason"] == "interrupted"
 
 
+def test_lines_that_are_no_request_are_answered_in_their_place(clients, workspace, tmp_path):
+    """What the server's connection (scv/core/jsonrpc.py, strict) cannot read is answered where it
+    stood: a message without "jsonrpc": "2.0" keeps its id, a boolean id is refused, and a message
+    over the 16 MiB limit is skipped with an error while the next request is served."""
+    client = clients("--script", str(write_script(tmp_path / "s.jsonl", {"text": "fine"})))
+    client.start(cwd=str(workspace))
+    client.send_raw(b'{"id":41,"method":"turn.cancel"}\n')
+    client.send_raw(b'{"jsonrpc":"2.0","id":true,"method":"turn.cancel"}\n')
+    client.send_raw(b'{"jsonrpc":"2.0","id":42,"method":"turn.cancel","params":{"pad":"' + b"x" * (16 << 20) + b'"}}\n')
+    client.send_raw(b'{"jsonrpc":"2.0","id":43,"method":"turn.cancel"}\n')
+    answers = [client.next() for _ in range(4)]
+    assert [(m.id, m.error.code if m.error else None) for m in answers] == [
+        (41, -32600), (None, -32600), (None, -32600), (43, None)]
+    assert "jsonrpc" in answers[0].error.message and "integer or a string" in answers[1].error.message
+    assert "over 16777216 bytes" in answers[2].error.message and answers[3].result == {"cancelled": False}
+    client.close_stdin()
+
+
 def test_notifications_get_no_reply_and_a_null_id_is_answered(clients, workspace, tmp_path):
     script = write_script(tmp_path / "s.jsonl", {"text": "from a notification"})
     client = clients("--script", str(script))

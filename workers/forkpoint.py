@@ -24,6 +24,7 @@ import select
 import selectors
 import signal
 import socket
+from collections.abc import Iterator
 
 from scv.core import stopping
 from scv.core.messages import Exited, Spawned, SpawnFailed, decode_spawn, encode
@@ -35,8 +36,12 @@ MAX_PACKET = 65536
 SPARES = 2
 # SIGCHLD's byte in the wake-up pipe reaps a finished worker at once. Once in about a dozen suite
 # runs a worker stayed a zombie of an idle fork point for over 10 s, and no path that loses that
-# wake-up has been found (tests/test_supervisor.py's leak test names its state if it lasts): an
-# idle fork point also reaps this often, so such a zombie cannot outlive the interval.
+# wake-up has been found (CPython writes the byte from its C handler whatever the thread, a full
+# pipe stays readable, the handler is set before the first fork and never replaced, every child is
+# registered before the loop waits, nothing here waits on a pidfd): an idle fork point also reaps
+# this often, so such a zombie cannot outlive the interval. A zombie this cannot collect is one
+# whose other threads are still exiting (waitpid does not return it yet), or a stopped or blocked
+# fork point: tests/test_supervisor.py's leak test names the thread count, state and wait channel.
 REAP_AT_LEAST_EVERY = 2.0
 
 
@@ -149,6 +154,12 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True, ga
     preload (its worker imports what it needs), and the spares are forked again once it is done."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.setpgid(0, 0)
+    _ForkPoint(sock, _preload(preload, gate), refill_spare).run()
+
+
+def _preload(preload: list[str], gate: int | None) -> "collections.deque[str]":
+    """Imports the whole preload now, or with a gate waits for the release and imports none;
+    returns the modules left to import."""
     pending = collections.deque(preload)
     if gate is None:
         while pending:
@@ -158,67 +169,60 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True, ga
         while os.read(gate, 1):     # EOF: released, or the supervisor's process is gone
             pass
         os.close(gate)
-    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    children: dict[int, str | None] = {}      # pid -> call id (None: the spare)
-    sel = selectors.DefaultSelector()
-    inherited = [sock, wake_r, wake_w, sel]
-    sel.register(sock, selectors.EVENT_READ)
-    sel.register(wake_r, selectors.EVENT_READ)
+    return pending
 
-    spares: collections.deque[_Spare] = collections.deque()      # oldest (readiest) first
-    wanted = SPARES if refill_spare else 1
 
-    def new_spare(prepare: str = "", plan: dict | None = None) -> _Spare | None:
+def _drain(wake_r: int) -> None:
+    try:
+        os.read(wake_r, 4096)
+    except BlockingIOError:
+        pass
+
+
+class _Workers:
+    """The fork point's children: the spares waiting for a call and the workers running one."""
+
+    def __init__(self, inherited: list, wanted: int):
+        self.inherited = inherited      # the fork point's own ends, which no spare keeps
+        self.wanted = wanted
+        self.children: dict[int, str | None] = {}      # pid -> call id (None: a spare)
+        self.spares: collections.deque[_Spare] = collections.deque()      # oldest (readiest) first
+
+    def _new_spare(self, prepare: str = "", plan: dict | None = None) -> _Spare | None:
         try:
             # The other spares' sockets too: each spare must see its own socket's EOF.
-            spare = _fork_spare(inherited + [other.sock for other in spares], prepare, plan)
+            spare = _fork_spare(self.inherited + [other.sock for other in self.spares], prepare, plan)
         except OSError:
             return None
-        children[spare.pid] = None
+        self.children[spare.pid] = None
         return spare
 
-    def fill(prepare: str = "", plan: dict | None = None) -> None:
+    def fill(self, prepare: str = "", plan: dict | None = None) -> None:
         """Spares up to the number wanted; the next one readied like the call just handed over
         (calls come in runs of the same kind: a session's sandboxed bash calls)."""
-        while len(spares) < wanted and (spare := new_spare(prepare, plan)) is not None:
-            spares.append(spare)
+        while len(self.spares) < self.wanted and (spare := self._new_spare(prepare, plan)) is not None:
+            self.spares.append(spare)
 
-    def reap() -> None:
-        while children:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            call_id = children.pop(pid, None)
-            dead = [spare for spare in spares if spare.pid == pid]
-            for spare in dead:
-                # A spare killed while it waited (the OOM killer, a stray signal): never hand it a call.
-                spares.remove(spare)
-                spare.sock.close()
-            if call_id is not None:
-                try:
-                    sock.send(encode(Exited(call_id=call_id, pid=pid, status=status)))
-                except OSError:
-                    pass
+    def drop_spares(self) -> None:
+        """Closes every spare's socket: each exits on its EOF and is reaped like any child."""
+        for spare in self.spares:
+            spare.sock.close()
+        self.spares.clear()
 
-    def hand_over(payload: bytes, fds: list[int], call_id: str, prepare: str) -> int | str:
+    def hand_over(self, payload: bytes, fds: list[int], call_id: str, prepare: str) -> int | str:
         """Gives the call to the spare that fits it (`_pick`), else to a worker forked for it;
         returns its pid or an error."""
         forked = False
         while True:
-            current = _pick(spares, prepare)
+            current = _pick(self.spares, prepare)
             if current is None:
                 if forked:
                     return "no worker could take the call"
-                if spares:
+                if self.spares:
                     # Readied for another sandbox: it goes (EOF: it exits), so the refill after
                     # this call forks one of the kind now asked for.
-                    spares.popleft().sock.close()
-                forked, current = True, new_spare()
+                    self.spares.popleft().sock.close()
+                forked, current = True, self._new_spare()
                 if current is None:
                     return "fork failed"
             try:
@@ -227,68 +231,108 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True, ga
                 current.sock.close()      # that spare died since the last reap; try the next
                 continue
             current.sock.close()
-            children[current.pid] = call_id
+            self.children[current.pid] = call_id
             return current.pid
 
-    def preload_next() -> None:
-        importlib.import_module(pending.popleft())
-        if not pending:
+    def reap(self) -> Iterator[Exited]:
+        """Collects every exited child, yielding the exit of each call's worker as it is reaped."""
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            call_id = self.children.pop(pid, None)
+            for spare in [spare for spare in self.spares if spare.pid == pid]:
+                # A spare killed while it waited (the OOM killer, a stray signal): never hand it a call.
+                self.spares.remove(spare)
+                spare.sock.close()
+            if call_id is not None:
+                yield Exited(call_id=call_id, pid=pid, status=status)
+
+
+class _ForkPoint:
+    """The loop: a call's request, a child's exit (SIGCHLD's byte in the wake-up pipe) and, while
+    the gated preload lasts, the next module to import when neither waits."""
+
+    def __init__(self, sock: socket.socket, pending: "collections.deque[str]", refill_spare: bool):
+        self.sock = sock
+        self.pending = pending
+        self.refill_spare = refill_spare
+        self.wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(sock, selectors.EVENT_READ)
+        self.sel.register(self.wake_r, selectors.EVENT_READ)
+        self.workers = _Workers([sock, self.wake_r, wake_w, self.sel], SPARES if refill_spare else 1)
+
+    def run(self) -> None:
+        self.workers.fill()
+        while True:
+            ready = self.sel.select(0 if self.pending else REAP_AT_LEAST_EVERY)
+            if not ready and self.pending:
+                self._preload_next()
+                continue
+            for key, _ in ready:
+                if key.fd == self.wake_r:
+                    self._on_child_exit()
+                elif not self._on_request():
+                    self._shutdown()
+                    return
+            self._reap()
+
+    def _reap(self) -> None:
+        for exited in self.workers.reap():
+            try:
+                self.sock.send(encode(exited))
+            except OSError:
+                pass
+
+    def _on_child_exit(self) -> None:
+        _drain(self.wake_r)
+        self._reap()
+        if self.refill_spare:
+            self.workers.fill()      # in place of a spare that died waiting
+
+    def _on_request(self) -> bool:
+        """Serves one Spawn request; False when the supervisor has gone."""
+        try:
+            payload, fds, _, _ = socket.recv_fds(self.sock, MAX_PACKET, 3)
+        except OSError:
+            payload, fds = b"", []
+        if not payload:
+            return False
+        request = decode_spawn(payload)
+        outcome = self.workers.hand_over(payload, fds, request.call_id, request.prepare)
+        for fd in fds:
+            os.close(fd)
+        if isinstance(outcome, int):
+            self.sock.send(encode(Spawned(call_id=request.call_id, pid=outcome)))
+        else:
+            self.sock.send(encode(SpawnFailed(call_id=request.call_id, error=outcome)))
+        if self.refill_spare:
+            self.workers.fill(request.prepare, request.plan)      # ready for a later call, off this call's path
+        return True
+
+    def _preload_next(self) -> None:
+        importlib.import_module(self.pending.popleft())
+        if not self.pending:
             gc.freeze()
             # The spares forked before the preload ended lack it: fresh ones take their place
             # (the old ones exit on their socket's EOF and are reaped).
-            for spare in spares:
-                spare.sock.close()
-            spares.clear()
-            fill()
+            self.workers.drop_spares()
+            self.workers.fill()
 
-    fill()
-    while True:
-        ready = sel.select(0 if pending else REAP_AT_LEAST_EVERY)
-        if not ready and pending:
-            preload_next()
-            continue
-        for key, _ in ready:
-            if key.fd == wake_r:
-                try:
-                    os.read(wake_r, 4096)
-                except BlockingIOError:
-                    pass
-                reap()
-                if refill_spare:
-                    fill()      # in place of a spare that died waiting
-                continue
-            try:
-                payload, fds, _, _ = socket.recv_fds(sock, MAX_PACKET, 3)
-            except OSError:
-                payload, fds = b"", []
-            if not payload:
-                for spare in spares:
-                    spare.sock.close()
-                _shutdown(children, reap, wake_r)
-                return
-            request = decode_spawn(payload)
-            outcome = hand_over(payload, fds, request.call_id, request.prepare)
-            for fd in fds:
-                os.close(fd)
-            if isinstance(outcome, int):
-                sock.send(encode(Spawned(call_id=request.call_id, pid=outcome)))
-            else:
-                sock.send(encode(SpawnFailed(call_id=request.call_id, error=outcome)))
-            if refill_spare:
-                fill(request.prepare, request.plan)      # ready for a later call, off this call's path
-        reap()
-
-
-def _shutdown(children: dict[int, str | None], reap, wake_r: int) -> None:
-    def until_a_child_exits(seconds: float) -> None:
+    def _until_a_child_exits(self, seconds: float) -> None:
         # SIGCHLD writes to the wake-up pipe: the shutdown ends when the last worker does.
-        if select.select([wake_r], [], [], seconds)[0]:
-            try:
-                os.read(wake_r, 4096)
-            except BlockingIOError:
-                pass
+        if select.select([self.wake_r], [], [], seconds)[0]:
+            _drain(self.wake_r)
 
-    # SERVING -> STOPPING: workers take TERM as cancellation and stop their own processes first;
-    # whatever has not exited within a cancelled call's bound gets KILL.
-    stopping.stop(REAL, group=None, find=lambda: list(children), immediate=False,
-                  grace=stopping.CANCEL_BOUND_SECONDS, reap=reap, pause=until_a_child_exits)
+    def _shutdown(self) -> None:
+        self.workers.drop_spares()
+        # SERVING -> STOPPING: workers take TERM as cancellation and stop their own processes first;
+        # whatever has not exited within a cancelled call's bound gets KILL.
+        stopping.stop(REAL, group=None, find=lambda: list(self.workers.children), immediate=False,
+                      grace=stopping.CANCEL_BOUND_SECONDS, reap=self._reap, pause=self._until_a_child_exits)

@@ -5,9 +5,17 @@ parent SCV's nested client reads (docs/protocol.md).
 A session's sink receives `(name, params)`: `emit(sink, event)` turns a Struct into those, so what
 goes on the wire is decided here once. An optional field left UNSET is not sent at all (a turn's
 `origin`, a chat turn's `attachments`, a call's `jobs`). `tool.progress` lines are kept to two a second per call by scv/core/progress.py.
+
+A reader (the nested SCV client) turns a notification back into its Struct with `read_event`.
+What it cannot follow a turn without, the turn's id and an approval's id, must be there; any other
+field a child omits (an older child's `approval.requested` has no `workspace`) reads as its empty
+value: "", False, {}, [], or None where the field may be null. A field of the wrong type, or a
+missing id, makes the notification unreadable (EventError), and the reader ignores it.
 """
 
 from typing import Any, Callable
+
+import msgspec.inspect as types
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -119,3 +127,44 @@ def params_of(event: Event) -> dict[str, Any]:
 def emit(sink: EventSink, event: Event) -> None:
     sink(event.__struct_config__.tag, params_of(event))
 
+
+
+class EventError(Exception):
+    """A session event's params that cannot be read as that event (one sentence)."""
+
+
+NEEDED = frozenset({"turn_id", "id"})       # what no reader can do without
+_BY_NAME = {kind.__struct_config__.tag: kind for kind in SessionEvent.__args__}
+_DECODERS = {kind: msgspec.json.Decoder(kind) for kind in _BY_NAME.values()}
+_EMPTY = {types.StrType: str, types.BoolType: bool, types.DictType: dict, types.ListType: list}
+
+
+def _empty(kind: Any) -> Any:
+    info = types.type_info(kind)
+    if isinstance(info, types.UnionType) and info.includes_none:
+        return None
+    return _EMPTY[type(info)]()
+
+
+def read_event(method: str, params: bytes | msgspec.Raw) -> SessionEvent | None:
+    """The event a notification carries (its method and raw params), or None for a method that is
+    not a session event; EventError for params that cannot be read as it (see above)."""
+    kind = _BY_NAME.get(method)
+    if kind is None:
+        return None
+    try:
+        return _DECODERS[kind].decode(params)
+    except msgspec.ValidationError:
+        pass        # perhaps a field omitted: filled in below where the rule allows it
+    except msgspec.DecodeError as err:
+        raise EventError(f"the {method} notification's params are not JSON ({err})") from None
+    given = msgspec.json.decode(params)
+    if not isinstance(given, dict):
+        raise EventError(f"the {method} notification's params are not an object")
+    for field in msgspec.structs.fields(kind):
+        if field.required and field.name not in given and field.name not in NEEDED:
+            given[field.name] = _empty(field.type)
+    try:
+        return msgspec.convert(given, kind)
+    except msgspec.ValidationError as err:
+        raise EventError(f"the {method} notification cannot be read ({err})") from None

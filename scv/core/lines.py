@@ -2,7 +2,7 @@
 
 `LineSplitter` is fed chunks as they arrive (an agent's stdout, an ACP or JSON-RPC peer) and hands
 on runs of complete lines; `LineReader` pulls lines from a descriptor, one at a time, with a stop
-descriptor that ends its wait (a server's stdin, a runner's task lines). Both skip a line over the
+descriptor that ends its wait (`scv batch --run-one`'s task lines). Both skip a line over the
 limit without holding it: memory is bounded by the limit plus one read chunk, whatever the stream's
 size, because an over-long line is dropped as soon as it passes the limit and the rest of it is
 discarded up to its newline.

@@ -1,9 +1,9 @@
 """The client protocol's messages as msgspec Structs, one decoder per direction.
 
-Client -> server: requests, a union tagged by `method`, each with its own params Struct
-(`forbid_unknown_fields`, snake_case names). A message that does not decode is classified
-into the JSON-RPC error the server answers with (parse error, invalid request, method not
-found, invalid params), keeping the request's id when it has one.
+Client -> server: the server reads the JSON-RPC envelope with the one connection of
+scv/core/jsonrpc.py (which answers a line that is not a request: parse error, invalid request);
+here each method's params Struct (`forbid_unknown_fields`, snake_case names) and `decode_params`,
+which says method not found or invalid params, keeping the request's id.
 Server -> client: responses, errors and notifications, decoded by clients as one Struct.
 """
 
@@ -13,14 +13,11 @@ import msgspec
 from msgspec import Meta
 
 from scv.core.chat.layout import SAFE_ID
+from scv.core.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, Incoming
 
 PROTOCOL_VERSION = 3
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
 SERVER_ERROR = -32000       # the request was understood but cannot be done now (state, config)
 
 RequestId = Union[int, str, None]
@@ -75,51 +72,25 @@ class ApprovalResolveParams(Params, forbid_unknown_fields=True, kw_only=True):
 
 # --- client -> server --------------------------------------------------------------------------
 
-class _Request(msgspec.Struct, tag_field="method", forbid_unknown_fields=True, kw_only=True):
-    jsonrpc: Literal["2.0"]
-    # UNSET (no "id" member): a notification, answered with nothing, not even an error.
-    # An explicit null is a request whose response carries "id": null.
-    id: RequestId | msgspec.UnsetType = msgspec.UNSET
+PARAMS: dict[str, type[Params]] = {
+    "initialize": InitializeParams,
+    "session.start": SessionStartParams,
+    "turn.start": TurnStartParams,
+    "turn.cancel": NoParams,
+    "approval.resolve": ApprovalResolveParams,
+    "session.close": NoParams,
+}
+METHODS = tuple(PARAMS)
 
-    @property
-    def notification(self) -> bool:
-        return self.id is msgspec.UNSET
-
-
-class Initialize(_Request, tag="initialize"):
-    params: InitializeParams
-
-
-class SessionStart(_Request, tag="session.start"):
-    params: SessionStartParams = msgspec.field(default_factory=SessionStartParams)
-
-
-class TurnStart(_Request, tag="turn.start"):
-    params: TurnStartParams
-
-
-class TurnCancel(_Request, tag="turn.cancel"):
-    params: NoParams = msgspec.field(default_factory=NoParams)
-
-
-class ApprovalResolve(_Request, tag="approval.resolve"):
-    params: ApprovalResolveParams
-
-
-class SessionClose(_Request, tag="session.close"):
-    params: NoParams = msgspec.field(default_factory=NoParams)
-
-
-ClientRequest = Union[Initialize, SessionStart, TurnStart, TurnCancel, ApprovalResolve, SessionClose]
-METHODS = ("initialize", "session.start", "turn.start", "turn.cancel", "approval.resolve", "session.close")
-
-_client_decoder = msgspec.json.Decoder(ClientRequest)
+_param_decoders = {kind: msgspec.json.Decoder(kind) for kind in set(PARAMS.values())}
+_NO_PARAMS = (b"null", b"{}")
 
 
 class BadMessage(Exception):
     """A client message the server cannot act on: the JSON-RPC error to answer with."""
 
-    def __init__(self, code: int, message: str, id: RequestId = None, *, notification: bool = False):
+    def __init__(self, code: int, message: str, id: RequestId | msgspec.UnsetType = None, *,
+                 notification: bool = False):
         super().__init__(message)
         self.code = code
         self.id = id
@@ -127,36 +98,25 @@ class BadMessage(Exception):
         self.notification = notification
 
 
-def decode_request(line: bytes) -> ClientRequest:
+def decode_params(incoming: Incoming) -> Params:
+    """The params of a request the server's connection read (scv/core/jsonrpc.py), as its method's
+    Struct; BadMessage (method not found, invalid params) when it has no such method or shape."""
+    method, notification = incoming.method, not incoming.answer
+    rid = incoming.id if incoming.answer else msgspec.UNSET
+    kind = PARAMS.get(method)
+    if kind is None:
+        raise BadMessage(METHOD_NOT_FOUND, f"unknown method {method[:100]!r}; the methods are: {', '.join(METHODS)}",
+                         rid, notification=notification)
+    raw = bytes(incoming.params)
     try:
-        return _client_decoder.decode(line)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        raise _classify(line, exc) from None
-
-
-def _classify(line: bytes, exc: Exception) -> BadMessage:
-    try:
-        data = msgspec.json.decode(line)
-    except msgspec.DecodeError:
-        return BadMessage(PARSE_ERROR, "the message is not valid JSON; send one JSON-RPC object per line")
-    if not isinstance(data, dict):
-        return BadMessage(INVALID_REQUEST, "the message is not a JSON object; send a JSON-RPC 2.0 request")
-    raw_id = data.get("id")
-    id = raw_id if isinstance(raw_id, (int, str)) and not isinstance(raw_id, bool) else None
-    if data.get("jsonrpc") != "2.0":
-        return BadMessage(INVALID_REQUEST, "the message lacks \"jsonrpc\": \"2.0\"", id)
-    if "id" in data and id is None and raw_id is not None:
-        return BadMessage(INVALID_REQUEST, "the request id must be an integer or a string")
-    method = data.get("method")
-    if not isinstance(method, str):
-        return BadMessage(INVALID_REQUEST, "the request has no \"method\" string", id)
-    notification = "id" not in data
-    if method not in METHODS:
-        return BadMessage(METHOD_NOT_FOUND, f"unknown method {method[:100]!r}; the methods are: {', '.join(METHODS)}",
-                          id, notification=notification)
-    text = str(exc)
-    return BadMessage(INVALID_PARAMS, f"invalid {method} request: {text[0].lower() + text[1:] if text else text}", id,
-                      notification=notification)
+        # No params, or null: the method's defaults (a request whose params are all optional).
+        return _param_decoders[kind].decode(b"{}" if raw.strip() in _NO_PARAMS else raw)
+    except msgspec.DecodeError as exc:
+        text = str(exc).replace("`$", "`$.params")
+        if " - at `" not in text:
+            text += " - at `$.params`"
+        raise BadMessage(INVALID_PARAMS, f"invalid {method} request: {text[0].lower() + text[1:]}", rid,
+                         notification=notification) from None
 
 
 # --- server -> client --------------------------------------------------------------------------
@@ -164,24 +124,6 @@ def _classify(line: bytes, exc: Exception) -> BadMessage:
 class ErrorObject(msgspec.Struct):
     code: int
     message: str
-
-
-class Response(msgspec.Struct, kw_only=True):
-    jsonrpc: str = "2.0"
-    id: RequestId
-    result: Any
-
-
-class ErrorResponse(msgspec.Struct, kw_only=True):
-    jsonrpc: str = "2.0"
-    id: RequestId
-    error: ErrorObject
-
-
-class Notification(msgspec.Struct, kw_only=True):
-    jsonrpc: str = "2.0"
-    method: str
-    params: dict[str, Any]
 
 
 class ServerMessage(msgspec.Struct, kw_only=True):
@@ -196,12 +138,7 @@ class ServerMessage(msgspec.Struct, kw_only=True):
     params: dict[str, Any] | None = None
 
 
-_encoder = msgspec.json.Encoder()
 _server_decoder = msgspec.json.Decoder(ServerMessage)
-
-
-def encode(message: Response | ErrorResponse | Notification) -> bytes:
-    return _encoder.encode(message) + b"\n"
 
 
 def decode_server_message(line: bytes) -> ServerMessage:

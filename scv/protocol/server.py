@@ -15,6 +15,7 @@ turn slot:  IDLE ──turn.start, or a turn the session queued──▶ BUSY �
 """
 
 import os
+import collections
 import enum
 import queue
 import select
@@ -32,16 +33,16 @@ from scv.config.load import load_config
 from scv.core import events as ev
 from scv.core.cancellation import Cancellation
 from scv.core.errors import ScvError
-from scv.core.lines import TOO_LONG, LineReader
+from scv.core import jsonrpc
+from scv.core.lines import READ_BYTES
 from scv.core.lineage import inherited_depth
 from scv.core.risk import Risk
 from scv.core.signals import on_stop_signals
 from scv.core.stopping import SETTLE_SECONDS
 from scv.core.traceparent import from_meta
-from scv.protocol.messages import (INVALID_PARAMS, INVALID_REQUEST, MAX_MESSAGE_BYTES, PROTOCOL_VERSION,
-                                   SERVER_ERROR, ApprovalResolve, BadMessage, ErrorObject, ErrorResponse,
-                                   Initialize, Notification, Response, SessionClose, SessionStart, TurnCancel,
-                                   TurnStart, decode_request, encode)
+from scv.protocol.messages import (MAX_MESSAGE_BYTES, PROTOCOL_VERSION, SERVER_ERROR, ApprovalResolveParams,
+                                   BadMessage, InitializeParams, NoParams, SessionStartParams, TurnStartParams,
+                                   decode_params)
 from scv.providers.factory import build_provider
 from scv.session.context import resolve_workspace
 from scv.session.session import Session
@@ -81,6 +82,7 @@ class StdioServer:
         self.initialized = False
         self.session: Session | None = None
         self.connection = Connection.CONNECTED
+        self.wire = jsonrpc.Connection(limit=MAX_MESSAGE_BYTES, peer="the client", strict=True)
         self._write_lock = threading.Lock()
         self._state = threading.Lock()
         self._approvals: dict[str, _Approval] = {}
@@ -104,11 +106,13 @@ class StdioServer:
 
     # --- output ------------------------------------------------------------------------------
 
-    def _write(self, message) -> None:
-        data = encode(message)
+    def _write(self, how: str, *args) -> None:
+        """Queues one message on the connection (`how`: respond, respond_error, notify) and writes it."""
         with self._write_lock:
             if self.client_gone:
                 return
+            getattr(self.wire, how)(*args)
+            data, self.wire.out[:] = bytes(self.wire.out), b""
             try:
                 self.stdout.write(data)
                 self.stdout.flush()
@@ -122,10 +126,10 @@ class StdioServer:
 
     def _respond(self, id, result: Any) -> None:
         if id is not msgspec.UNSET:     # a notification gets no response
-            self._write(Response(id=id, result=result))
+            self._write("respond", id, result)
 
     def _error(self, id, code: int, message: str) -> None:
-        self._write(ErrorResponse(id=id, error=ErrorObject(code=code, message=message)))
+        self._write("respond_error", id, code, message)
 
     def _refuse(self, bad: BadMessage) -> None:
         """The error response; a notification gets none (JSON-RPC 2.0), so only stderr hears of it."""
@@ -146,7 +150,7 @@ class StdioServer:
         elif name in (ev.TURN_COMPLETED, ev.TURN_FAILED):
             with self._state:
                 self._move(TurnSlot.IDLE)   # BUSY -> IDLE: a client that saw this event may start the next turn
-        self._write(Notification(method=name, params=params))
+        self._write("notify", name, params)
 
     # --- approvals ---------------------------------------------------------------------------
 
@@ -174,60 +178,65 @@ class StdioServer:
             signalled.append(signum)
             self._stopping.cancel()     # a byte in a pipe: the read loop's select sees it
 
-        reader = LineReader(self.stdin.fileno(), self._stopping.fileno(), MAX_MESSAGE_BYTES)
+        fd, stop = self.stdin.fileno(), self._stopping.fileno()
+        arrived: collections.deque = collections.deque()
         # A second signal while the turn stops is recorded, not fatal: the processes get stopped.
         with on_stop_signals(on_signal):
             try:
                 while not self.client_gone and not signalled:
-                    line = reader.next()
-                    if line is None:
-                        break
-                    if line is TOO_LONG:
-                        self._error(None, INVALID_REQUEST,
-                                    f"a message is over {MAX_MESSAGE_BYTES} bytes; it was skipped")
+                    if not arrived:
+                        # The stop is a byte in a pipe: it ends the wait however long stdin stays silent.
+                        if stop in select.select([fd, stop], [], [])[0]:
+                            break
+                        chunk = os.read(fd, READ_BYTES)
+                        arrived.extend(self.wire.feed(chunk) if chunk else self.wire.close())
+                        if not chunk and not arrived:
+                            break
                         continue
-                    if line.strip():
-                        self._handle(line)
+                    self._handle(arrived.popleft())
             finally:
                 self._shutdown("interrupted" if signalled else "client_gone")
         return 0
 
-    def _handle(self, line: bytes) -> None:
-        try:
-            request = decode_request(line)
-        except BadMessage as bad:
-            self._refuse(bad)
+    def _handle(self, message: jsonrpc.Incoming | jsonrpc.Unreadable | jsonrpc.Response) -> None:
+        if isinstance(message, jsonrpc.Unreadable):
+            self._error(message.id, message.code, message.message)
             return
+        if isinstance(message, jsonrpc.Response):
+            return      # this server sends no requests, so a strict connection passes on no response
+        rid = message.id if message.answer else msgspec.UNSET      # UNSET: a notification, never answered
         try:
-            match request:
-                case Initialize(params=params):
+            params = decode_params(message)
+            match params:
+                case InitializeParams():
                     if params.protocol_version != PROTOCOL_VERSION:
-                        raise BadMessage(INVALID_PARAMS, f"this server speaks protocol_version {PROTOCOL_VERSION}, "
-                                                         f"not {params.protocol_version}", request.id)
+                        raise BadMessage(jsonrpc.INVALID_PARAMS, f"this server speaks protocol_version "
+                                                                 f"{PROTOCOL_VERSION}, not {params.protocol_version}",
+                                         rid)
                     self.initialized = True
-                    self._respond(request.id, {"protocol_version": PROTOCOL_VERSION,
-                                               "server": {"name": "scv", "version": __version__}})
+                    self._respond(rid, {"protocol_version": PROTOCOL_VERSION,
+                                        "server": {"name": "scv", "version": __version__}})
                 case _ if not self.initialized:
-                    raise BadMessage(SERVER_ERROR, "send initialize first", request.id)
-                case SessionStart(params=params):
-                    self._respond(request.id, self._start_session(params, request.id))
-                case TurnStart(params=params):
+                    raise BadMessage(SERVER_ERROR, "send initialize first", rid)
+                case SessionStartParams():
+                    self._respond(rid, self._start_session(params, rid))
+                case TurnStartParams():
                     # A client's `_meta.traceparent` (a parent SCV's agent call) parents the turn.
                     parent = self.trace.remote(from_meta(params.meta)) if self.trace.recording else None
-                    self._start_turn(params.prompt, request.id, parent)
-                case TurnCancel():
-                    self._respond(request.id, {"cancelled": self._cancel_turn("cancelled")})
-                case ApprovalResolve(params=params):
+                    self._start_turn(params.prompt, rid, parent)
+                case NoParams() if message.method == "turn.cancel":
+                    self._respond(rid, {"cancelled": self._cancel_turn("cancelled")})
+                case ApprovalResolveParams():
                     with self._state:
                         waiter = self._approvals.get(params.id)
                     if waiter is None:
-                        raise BadMessage(INVALID_PARAMS, f"no approval request {params.id!r} is waiting", request.id)
+                        raise BadMessage(jsonrpc.INVALID_PARAMS, f"no approval request {params.id!r} is waiting", rid)
                     waiter.approved = params.approved
                     waiter.answered.cancel()
-                    self._respond(request.id, {})
-                case SessionClose():
+                    self._respond(rid, {})
+                case NoParams():        # session.close
                     self._close_session()
-                    self._respond(request.id, {})
+                    self._respond(rid, {})
         except BadMessage as bad:
             self._refuse(bad)
 

@@ -21,6 +21,8 @@ import msgspec
 from msgspec import UNSET
 
 from scv.core import traceparent
+from scv.core.events import (ApprovalRequested, AssistantDelta, AssistantText, EventError, SessionEvent, ToolCompleted,
+                             ToolProgress, ToolStarted, TurnCompleted, TurnFailed, TurnStarted, read_event)
 from scv.core.jsonrpc import Connection, Response, WireError, decode_as
 from scv.core.messages import AgentPrivate, AgentResult
 from workers.agents import verdict
@@ -43,16 +45,10 @@ NO_PROVIDER = re.compile(r"no model provider is configured|there is no \[provide
 
 
 class Message(msgspec.Struct, gc=False):
-    """A server message as this client reads it: a response has `id` and `result` or `error`
-    (`message` and `code`); a notification `method` and its params."""
+    """An answer to one of this client's requests: its `result`, or its `error` (`message` and `code`)."""
     id: int | str | None = None
-    method: str | None = None
-    params: dict[str, Any] | None = None
     result: Any = None
     error: dict[str, Any] | None = None
-
-
-_PARAMS = dict[str, Any] | None       # a notification without params reads as {}
 
 
 class NestedScv(LiveConversation):
@@ -64,7 +60,7 @@ class NestedScv(LiveConversation):
         self.session: str | None = None
         self.jobs = JobLedger()
         self._turn_id: str | None = None        # the turn this call started
-        self._done: Message | None = None        # its turn.completed / turn.failed
+        self._done: TurnCompleted | TurnFailed | None = None     # how it ended
         self._state: TurnState | None = None
         self._ctx: WorkerContext | None = None
         self._own_turn: str | None = None        # a turn the nested SCV started itself, while it runs
@@ -92,10 +88,13 @@ class NestedScv(LiveConversation):
                     self._turn_id = str(answer.result.get("turn_id"))
                 continue
             try:
-                params = decode_as(message.params, _PARAMS) or {}
-            except WireError:
-                continue        # not an event of this protocol: ignored
-            self._event(message.method, params)
+                event = read_event(message.method, message.params)
+            except EventError:
+                event = None        # unreadable (scv/core/events.py): ignored and counted, as any unknown line
+            if event is None:
+                self.wire.ignored += 1
+                continue
+            self._event(event)
         self.proc.flush(self.out)
 
     @staticmethod
@@ -253,18 +252,16 @@ class NestedScv(LiveConversation):
             what = "ran past the timeout and its turn was cancelled" if stopping == "timeout" else "was cancelled"
             raise Ended(stopping, f"{self.name} {what}; the conversation can continue", keep=True)
 
-    def _outcome(self, done: Message) -> AgentResult:
-        params = done.params or {}
+    def _outcome(self, done: TurnCompleted | TurnFailed) -> AgentResult:
         self._state.finish()
         reply, cut = bound(self._state.reply(), self.limit_bytes)
-        usage = self._usage(params.get("usage"))
-        if done.method == "turn.completed":
-            text = params.get("reply")
-            if isinstance(text, str):
-                reply, cut = bound(text, self.limit_bytes)
+        usage = self._usage(done.usage)
+        if isinstance(done, TurnCompleted):
+            if done.reply or not reply:     # an omitted reply (read as "") leaves the streamed text
+                reply, cut = bound(done.reply, self.limit_bytes)
             return self._result("completed", reply, usage or None, cut)
-        reason = params.get("reason")
-        error = redact_message(str(params.get("error") or "the nested turn failed"))
+        reason = done.reason
+        error = redact_message(done.error or "the nested turn failed")
         status = "cancelled" if reason in ("cancelled", "interrupted") else "failed"
         kind = verdict.classify(error) if reason == "provider" else None
         stopped = reason == "interrupted"
@@ -285,9 +282,8 @@ class NestedScv(LiveConversation):
             self._read(pumped.stdout, pumped.exited)
         self.proc.shutdown()
 
-    def _usage(self, said: Any) -> dict[str, Any]:
+    def _usage(self, said: dict[str, Any]) -> dict[str, Any]:
         """The nested SCV's own ledger: its turns when it says them, else the rounds seen."""
-        said = said if isinstance(said, dict) else {}
         turns = as_count(said.get("turns"))
         usage = Usage(turns=turns if turns is not None else self._state.turns())
         take_tokens(usage, said.get("input_tokens"), said.get("output_tokens"), said.get("cached_input_tokens"))
@@ -304,71 +300,65 @@ class NestedScv(LiveConversation):
 
     # --- its events ----------------------------------------------------------------------------
 
-    def _event(self, method: str, params: dict[str, Any]) -> None:
-        turn_id = params.get("turn_id")
+    def _event(self, event: SessionEvent) -> None:
+        turn_id = event.turn_id
         ours = self._turn_id is not None and turn_id == self._turn_id
-        if method == "turn.started" and not ours:
-            origin = params.get("origin")
-            if isinstance(turn_id, str) and turn_id != self._turn_id:
+        match event:
+            case TurnStarted(origin=origin) if not ours:
                 self._own_turn = turn_id
                 self.jobs.turn_began(turn_id, origin)
                 self._record_jobs()
-        elif method in ("turn.completed", "turn.failed"):
-            if ours:
-                self._done = Message(method=method, params=params)
-            if turn_id == self._own_turn:
-                self._own_turn = None
-            self.jobs.turn_ended(turn_id)
-            self._record_jobs()
-        elif method == "approval.requested":
-            self._approval(params, ours)
-        elif method == "tool.completed":
-            changed = self.jobs.tool_completed(params.get("jobs"))
-            if changed:
+            case TurnCompleted() | TurnFailed():
+                if ours:
+                    self._done = event
+                if turn_id == self._own_turn:
+                    self._own_turn = None
+                self.jobs.turn_ended(turn_id)
                 self._record_jobs()
-            if ours:
-                self._offer(f"{params.get('tool')} {'done' if params.get('ok') else 'failed'}")
-        elif not ours:
-            return
-        elif method == "assistant.delta" and isinstance(params.get("text"), str):
-            self._state.on_text(params["text"])
-        elif method == "assistant.text":
-            self._state.end_text(params.get("text") if isinstance(params.get("text"), str) else None)
-        elif method == "tool.started":
-            self._offer(self._tool_line(params))
-        elif method == "tool.progress" and isinstance(params.get("line"), str):
-            self._offer(params["line"])
+            case ApprovalRequested():
+                self._approval(event, ours)
+            case ToolCompleted(jobs=jobs, tool=tool, ok=ok):
+                if self.jobs.tool_completed(jobs):
+                    self._record_jobs()
+                if ours:
+                    self._offer(f"{tool} {'done' if ok else 'failed'}")
+            case _ if not ours:
+                return
+            case AssistantDelta(text=text):
+                self._state.on_text(text)
+            case AssistantText(text=text):
+                self._state.end_text(text)
+            case ToolStarted():
+                self._offer(self._tool_line(event))
+            case ToolProgress(line=line):
+                self._offer(line)
 
     def _offer(self, line: str) -> None:
         if self._state is not None:
             self._state.offer(line)
 
     @staticmethod
-    def _tool_line(params: dict[str, Any]) -> str:
-        tool = str(params.get("tool") or "tool")
-        summary = params.get("summary")
+    def _tool_line(started: ToolStarted) -> str:
+        tool = started.tool or "tool"
         if tool == "bash":
             try:
-                command = msgspec.json.decode(params.get("arguments") or "{}").get("command")
+                command = msgspec.json.decode(started.arguments or "{}").get("command")
             except (msgspec.DecodeError, AttributeError):
                 command = None
             if isinstance(command, str) and command.strip():
                 return f"bash {command}"
-        return f"{tool} {summary}" if isinstance(summary, str) and summary.strip() else tool
+        summary = started.summary
+        return f"{tool} {summary}" if summary and summary.strip() else tool
 
-    def _approval(self, params: dict[str, Any], ours: bool) -> None:
-        request = params.get("id")
-        if not isinstance(request, str):
-            return
+    def _approval(self, asked: ApprovalRequested, ours: bool) -> None:
         approved = False
         ctx = self._ctx
         if ours and ctx is not None and not ctx.token.cancelled:
-            summary = f"[{self.handle} depth {self.depth}] {params.get('summary', '')}"
-            approved = bool(ctx.ask(str(params.get("tool") or "agent"), str(params.get("risk") or "delegate"),
-                                    summary))
+            summary = f"[{self.handle} depth {self.depth}] {asked.summary}"
+            approved = bool(ctx.ask(asked.tool or "agent", asked.risk or "delegate", summary))
             ctx.token.check()
         # Its own turns have no call to carry the request to a person: denied.
-        self._send("approval.resolve", {"id": request, "approved": approved})
+        self._send("approval.resolve", {"id": asked.id, "approved": approved})
 
     def _record_jobs(self) -> None:
         if self.proc.alive:
