@@ -200,7 +200,9 @@ def close_worktree(home: Path, placement: Placement, message: str, author: str |
             if keep_work and head == placement.base:
                 git(repository, "branch", "--quiet", "-D", placement.branch)
     if head == placement.base:
-        return {"repository": repository, "branch": None, "base": placement.base, "commit": None, "changed_files": [], "diffstat": ""}
+        # A cancelled task's branch stays (at base here), so the line names it; one that changed nothing has none.
+        return {"repository": repository, "branch": None if keep_work else placement.branch, "base": placement.base,
+                "commit": None, "changed_files": [], "diffstat": ""}
     return {"repository": repository, "branch": placement.branch, "base": placement.base, "commit": head, "changed_files": changed,
             "diffstat": diffstat}
 
