@@ -2,14 +2,17 @@
 CLIs: Claude Code's rejected `rate_limit_event` with a reset a few seconds ahead (no task fails,
 the pause is printed, nothing runs before the reset), `--fallback` moving a paused agent's task to
 another agent without the line's model, Codex's 429 without a reset backing off until the task
-ends `quota`, a reset later than `--quota-wait` ending it at once, and `--rerun quota`."""
+ends `quota`, a reset later than `--quota-wait` ending it at once, `--rerun quota`, and a driver
+SIGKILLed during a pause whose resume runs the waiting tasks."""
 
 import json
+import signal
+import threading
 
 from tests.batch_fakes import write_lines
 from tests.conftest import run_scv
 from tests.delegation_fakes import fake_agent
-from tests.fakes import setup_fake_home
+from tests.fakes import scv_process, setup_fake_home, wait_for
 
 # The first two calls (whichever tasks make them) are refused with a reset RESET_IN seconds ahead.
 CLAUDE = """state={state}
@@ -130,3 +133,28 @@ def test_a_reset_later_than_quota_wait_ends_the_task_at_once(tmp_path, monkeypat
     assert line["rate_limit"]["reason"] == "usage limit" and line["rate_limit"]["resets_at"] > 0
     assert (state / "log").read_text().split()[0] == "limit"
     assert "ok" not in (state / "log").read_text()
+
+
+def test_a_driver_killed_during_a_pause_leaves_no_line_for_the_waiting_tasks_and_a_resume_runs_them(
+        tmp_path, monkeypatch, workspace):
+    setup_fake_home(tmp_path, monkeypatch)
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "hit2").mkdir()        # one limited call, an hour from its reset
+    fake_agent(tmp_path, "claude", CLAUDE.format(state=state, reset_in=3600))
+    batch = lines(tmp_path / "b.jsonl", *({"id": i, "agent": "claude", "prompt": f"do {i}"} for i in "ab"))
+    output = tmp_path / "out.jsonl"
+    seen: list[str] = []
+    with scv_process("batch", str(batch), "--parallel", "1", "--output", str(output), "-C", str(workspace)) as proc:
+        reader = threading.Thread(target=lambda: seen.extend(proc.stderr), daemon=True)
+        reader.start()
+        wait_for(lambda: any("claude paused until" in line for line in seen), what="the pause")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        reader.join(30)     # the pipe ends with the driver's last process
+    assert output.read_text() == ""                 # neither task has a line: both are still to run
+    log = (state / "log").read_text().split()
+    assert log[0] == "limit" and len(log) == 2      # b never started while claude was paused
+    again = run_scv("batch", str(batch), "--output", str(output), "-C", str(workspace))
+    assert again.returncode == 0, again.stderr
+    assert {k: v["status"] for k, v in results(output).items()} == {"a": "completed", "b": "completed"}
