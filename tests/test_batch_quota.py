@@ -89,6 +89,8 @@ def test_fallback_moves_a_paused_agents_task_to_the_next_agent_without_its_model
     [argv] = claude.calls()
     assert "gpt-codex-x" not in argv and "do a" in argv[-1]
     assert (state / "codex").read_text().count("call") == 1
+    typo = run_scv("batch", str(batch), "--fallback", "claud", "-C", str(workspace))
+    assert typo.returncode == 2 and "--fallback names claud, which SCV does not know as an agent" in typo.stderr
 
 
 def test_a_limit_without_reset_backs_off_three_times_then_ends_quota_and_rerun_picks_it(tmp_path, monkeypatch,

@@ -93,13 +93,14 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
                 raise UsageError("--isolate, --verify, --verify-timeout-seconds, --rerun and --report are for the local "
                                  "engine; with --engine ray give isolate and verify as line fields, and run "
                                  "scv batch-report on the output")
-            if quota_wait is not None or quota_backoff is not None or fallback:
-                raise UsageError("--quota-wait, --quota-backoff and --fallback are for the local engine; leave them "
-                                 "out with --engine ray")
+            quota = _quota_gate(quota_wait, quota_backoff, fallback)
+            if (detach or cancel) and (quota_wait is not None or quota_backoff is not None or fallback):
+                raise UsageError("--quota-wait, --quota-backoff and --fallback are not for a detached batch (the "
+                                 "head's runner uses their defaults); leave them out with --detach")
             from scv.batch.ray_batch import run_ray_batch
             code = run_ray_batch(file, output=output, parallel=parallel, quiet=quiet, address=address,
                                  token_file=token_file, schedule_timeout=schedule_timeout, retries=retries,
-                                 detach=detach, cancel=cancel, workspace=workspace)
+                                 detach=detach, cancel=cancel, workspace=workspace, quota=quota)
         else:
             given = dict(address=address, token_file=token_file, schedule_timeout=schedule_timeout, retries=retries,
                          detach=detach or None, cancel=cancel or None)
@@ -167,5 +168,10 @@ def _quota_gate(wait: float | None, backoff: float | None, fallback: str | None)
     if fallback is not None and not agents:
         raise UsageError(f"--fallback {fallback!r} names no agent; pass agent names separated by commas, such as "
                          "claude,pi")
+    from scv.core.agents.descriptors import DESCRIPTORS
+    unknown = [name for name in agents if name not in DESCRIPTORS]
+    if unknown:
+        raise UsageError(f"--fallback names {', '.join(unknown)}, which SCV does not know as an agent; choose from "
+                         f"{', '.join(DESCRIPTORS)}")
     return QuotaGate(wait=DEFAULT_WAIT if wait is None else wait, backoff=backoff or DEFAULT_BACKOFF,
                      fallback=agents)
