@@ -91,6 +91,9 @@ def test_fallback_moves_a_paused_agents_task_to_the_next_agent_without_its_model
     assert (state / "codex").read_text().count("call") == 1
     typo = run_scv("batch", str(batch), "--fallback", "claud", "-C", str(workspace))
     assert typo.returncode == 2 and "--fallback names claud, which SCV does not know as an agent" in typo.stderr
+    detached = run_scv("batch", str(batch), "--engine", "ray", "--detach", "--address", "127.0.0.1:1", "--output",
+                       str(output), "--quota-wait", "60", "-C", str(workspace))
+    assert detached.returncode == 2 and "are not for a detached batch" in detached.stderr
 
 
 def test_a_limit_without_reset_backs_off_three_times_then_ends_quota_and_rerun_picks_it(tmp_path, monkeypatch,
