@@ -12,7 +12,8 @@ from scv.batch.tasks import Task, TaskLine
 NODE = Node(host="fake-host", id="n1", name="fake-1")
 
 # Outcomes: completed, failed, lost (after starting), hang (runs until cancelled), stubborn (ends only
-# when force-cancelled), silent (never reports once cancelled, not even when forced).
+# when force-cancelled), silent (never reports once cancelled, not even when forced), limit (failed:
+# the agent's usage limit, no reset) and limit:S (resets S seconds after it ends, on the fake clock).
 
 
 class FakeClock:
@@ -42,6 +43,7 @@ class FakeEngine:
     progress_lines: int = 1
     clock: FakeClock = field(default_factory=FakeClock)
     submitted: list[tuple[str, int]] = field(default_factory=list)
+    starts: list[tuple[str, str, float]] = field(default_factory=list)     # (task id, agent, when)
     cancels: list[tuple[tuple[str, int], bool]] = field(default_factory=list)
     most_running: dict[str, int] = field(default_factory=dict)
     closed: bool = False
@@ -62,7 +64,9 @@ class FakeEngine:
         task_id, attempt = submission.key
         self.submitted.append(submission.key)
         script = self.outcomes.get(task_id, ["completed"])
-        self._runs[submission.key] = _Run(submission, script[min(attempt, len(script)) - 1])
+        # The n-th run of a task follows the n-th outcome (a task requeued keeps its attempt).
+        runs = sum(1 for key in self.submitted if key[0] == task_id)
+        self._runs[submission.key] = _Run(submission, script[min(runs, len(script)) - 1])
 
     def wake(self) -> None:
         self.woken = getattr(self, "woken", 0) + 1
@@ -105,6 +109,7 @@ class FakeEngine:
                 agent = run.submission.task.agent
                 if self._running(agent) < self.capacity_by_agent.get(agent, 0):
                     run.started_at = now
+                    self.starts.append((task_id, agent, now))
                     self.most_running[agent] = max(self.most_running.get(agent, 0), self._running(agent))
                     found.append(Started(task_id, attempt, NODE))
                     found.extend(Progress(task_id, attempt, NODE, f"step {i}") for i in range(self.progress_lines))
@@ -125,6 +130,10 @@ class FakeEngine:
             return None
         if outcome == "lost":
             return {"status": "lost", "error": "node fake-1 died"}
+        if outcome.startswith("limit"):
+            after = outcome.partition(":")[2]
+            return {"status": "failed", "error": "usage limit", "agent": run.submission.task.agent,
+                    "rate_limit": {"reason": "usage limit", "resets_at": now + float(after) if after else None}}
         return {"status": outcome, "reply": f"did {run.submission.task.id}"}
 
 

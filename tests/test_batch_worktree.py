@@ -233,7 +233,7 @@ def test_sigint_during_a_check_cancels_the_task_and_removes_its_worktree(tmp_pat
         proc.communicate(timeout=60)
     assert proc.returncode == 130
     line = results(output)["t"]
-    assert line["status"] == "cancelled" and line["commit"] is None
+    assert line["status"] == "cancelled" and line["commit"] is None and line["branch"] == "scv/out/t"
     wait_for(lambda: gone([int(marker.read_text())]), what="the check's process to stop")
     assert worktree_paths(workspace) == [str(workspace)]
     assert git(workspace, "rev-parse", "scv/out/t").strip() == base     # the uncommitted work was discarded

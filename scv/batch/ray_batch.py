@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from scv.batch import progress, results, tasks
+from scv.batch.quota import QuotaGate, move_to
 from scv.batch.remote_check import checker
 from scv.batch.runner import BatchRunner
 from scv.cluster.settings import ClusterError, default_token
@@ -29,7 +30,7 @@ def _address(address: str) -> str:
 
 def run_ray_batch(file: Path, *, output: Path | None, parallel: int | None, quiet: bool, address: str | None,
                   token_file: Path | None, schedule_timeout: float | None, retries: int | None, detach: bool,
-                  cancel: bool, workspace: str | None) -> int:
+                  cancel: bool, workspace: str | None, quota: QuotaGate | None = None) -> int:
     from scv.batch.drive import drive, open_output
     from scv.cluster.connect import require_ray
     from scv.session.context import load_context
@@ -41,7 +42,8 @@ def run_ray_batch(file: Path, *, output: Path | None, parallel: int | None, quie
     from scv.batch.line_options import LineOptions
     from scv.batch.worktree import batch_name
     lines = LineOptions(ctx.workspace, batch_name(output), recorded=results.recorded_bases(output))
-    batch = tasks.load(file, checker(ctx.config), lines.check)
+    check = checker(ctx.config)
+    batch = tasks.load(file, check, lines.check)
     for task in batch:
         task.batch = lines.batch
     token = token_file or default_token(scv_home())
@@ -64,11 +66,13 @@ def run_ray_batch(file: Path, *, output: Path | None, parallel: int | None, quie
             connect_driver(_address(address), token)
         from scv.batch.ray_engine import RayEngine
         sink, todo, skipped = open_output(output, batch)
+        if quota is not None:
+            quota.retarget = lambda task, agent: move_to(task, agent, check)
         engine = RayEngine(tick=private.report if private is not None else None, tick_seconds=REPORT_SECONDS)
         limit = parallel or max(1, sum(engine.capacity().values()))
         runner = BatchRunner(engine, todo, sink, progress.choose(sys.stderr, quiet), parallel=limit,
                              prefer=ctx.config.agent.prefer, schedule_timeout=schedule_timeout or
-                             DEFAULT_SCHEDULE_TIMEOUT, retries=retries or 0, skipped=skipped)
+                             DEFAULT_SCHEDULE_TIMEOUT, retries=retries or 0, skipped=skipped, quota=quota)
         return drive(runner, sink)
     finally:
         if sink is not None:

@@ -17,6 +17,8 @@ from scv.core.errors import UsageError
 from scv.core.files import write_atomic
 
 COMPLETED = "completed"
+# Every status a result line can end with but completed: the agent tool's, the batch's own.
+RERUNNABLE = frozenset({"failed", "declined", "timeout", "cancelled", "lost", "quota", "limit", "schema_invalid"})
 
 _encoder = msgspec.json.Encoder()
 
@@ -28,6 +30,10 @@ def parse_rerun(text: str | None) -> frozenset[str] | None:
     statuses = frozenset(part.strip() for part in text.split(",") if part.strip())
     if not statuses or COMPLETED in statuses:
         raise UsageError(f"--rerun {text!r} must name statuses other than completed, such as failed,timeout,lost")
+    unknown = sorted(statuses - RERUNNABLE)
+    if unknown:
+        raise UsageError(f"--rerun names {', '.join(unknown)}, which no result line has; name some of "
+                         f"{', '.join(sorted(RERUNNABLE))}")
     return statuses
 
 

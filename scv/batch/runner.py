@@ -4,6 +4,8 @@ task as each finishes, shows progress, and decides the exit status. The same for
 - A task whose agent no node offers fails at once (an engine would keep it waiting for ever);
   one that waits longer than `schedule_timeout` for a slot is cancelled and fails.
 - A task `lost` with its node runs again only while `retries` allow; a cancelled one never does.
+- A task whose agent hit a usage limit goes back to the queue while `quota` (scv/batch/quota.py)
+  pauses that agent; the queue starts the first task whose agent is not paused.
 - `stop()` (Ctrl-C, SIGTERM; safe from a signal handler) cancels what runs and starts nothing
   more; after the engine's cancel wait what is left is force-cancelled, and a task that still
   does not report is written as cancelled, so the run always ends."""
@@ -16,6 +18,7 @@ from typing import Any, Callable
 
 from scv.batch.engine import CANCELLED, LOST, Engine, Finished, Node, Progress, Started, Submission
 from scv.batch.progress import Display, Tally
+from scv.batch.quota import QuotaGate
 from scv.batch.results import COMPLETED, ResultSink
 from scv.batch.tasks import Task
 from scv.core.errors import EXIT_FAILED, EXIT_OK, interrupted_exit
@@ -43,7 +46,7 @@ class BatchRunner:
     def __init__(self, engine: Engine, tasks: list[Task], sink: ResultSink, display: Display, *, parallel: int,
                  prefer: list[str] | tuple[str, ...] = (), schedule_timeout: float | None = None, retries: int = 0,
                  skipped: int = 0, clock: Callable[[], float] = time.monotonic,
-                 force_wait: float = FORCE_WAIT_SECONDS):
+                 force_wait: float = FORCE_WAIT_SECONDS, quota: QuotaGate | None = None):
         self.engine = engine
         self.tasks = list(tasks)
         self.sink = sink
@@ -54,6 +57,7 @@ class BatchRunner:
         self.retries = max(0, retries)
         self.clock = clock
         self.force_wait = force_wait
+        self.quota = quota
         self.tally = Tally(total=len(tasks) + skipped, skipped=skipped)
         self.all_completed = True
         self.stopped_by: int | None = None
@@ -85,7 +89,9 @@ class BatchRunner:
                     break
             else:
                 while pending and len(self._flights) < self.parallel:
-                    submission = pending.popleft()
+                    submission = self._next_ready(pending)
+                    if submission is None:
+                        break       # every queued task's agent is paused
                     self._flights[submission.key] = _Flight(submission, self.clock())
                     self.engine.submit(submission)
                 self._check_schedule(now)
@@ -99,9 +105,21 @@ class BatchRunner:
         self.display.final(self.tally.line(over=True) + (" (interrupted)" if self.stopped_by is not None else ""))
         return self.exit_code()
 
+    def _next_ready(self, pending: collections.deque) -> Submission | None:
+        if self.quota is None:
+            return pending.popleft()
+        for index, submission in enumerate(pending):
+            task = self.quota.ready(submission.task)
+            if task is not None:
+                del pending[index]
+                return submission if task is submission.task else Submission(task, submission.attempt)
+        return None
+
     def _feasible(self) -> list[Task]:
         """Picks each task's agent; the ones no node offers fail now, before anything starts."""
         capacity = self.engine.capacity()
+        if self.quota is not None:
+            self.quota.offered = frozenset(name for name, slots in capacity.items() if slots > 0)
         feasible = []
         for task in self.tasks:
             agent = task.spec.agent or next((name for name in self.prefer if capacity.get(name, 0) > 0), None)
@@ -181,6 +199,10 @@ class BatchRunner:
             self.display.note(f"{task.id} lost: {value.get('error', 'its node went away')}; running it again "
                               f"(attempt {attempt + 1} of {self.retries + 1})")
             return Submission(task, attempt + 1)
+        elif self.quota is not None and self.quota.after(task, value, self.display.note):
+            return Submission(task, attempt)        # FAILED -> QUEUED: its agent waits out its limit
+        else:
+            status = str(value.get("status") or status)     # `quota` once it waited as long as it may
         value["status"] = status
         self._finish(flight, value, node)
         return None

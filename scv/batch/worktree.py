@@ -129,8 +129,9 @@ def _drop(repository: str, path: str) -> None:
     try:
         git(repository, "worktree", "remove", "--force", "--force", path)
     except GitFailed:
+        # Only a folder git no longer knows (or half made) gets here: remove it, then git's entry.
         shutil.rmtree(path, ignore_errors=True)
-    git(repository, "worktree", "prune")
+        git(repository, "worktree", "prune")
 
 
 def open_worktree(home: Path, repository: str, base: str, batch: str, task_id: str, relative: str) -> Placement:
@@ -191,8 +192,10 @@ def close_worktree(home: Path, placement: Placement, message: str, author: str |
             if git(path, "status", "--porcelain"):
                 git(path, "commit", "--quiet", "--no-verify", "-m", message, env=_identity(repository, author))
         head = git(path, "rev-parse", "HEAD").strip()
-        changed = [name for name in git(path, "diff", "--name-only", "-z", placement.base, head).split("\0") if name]
-        diffstat = git(path, "diff", "--shortstat", placement.base, head).strip()
+        if head != placement.base:      # a task that changed nothing (most of a no-op batch) needs no diff
+            changed = [name for name in git(path, "diff", "--name-only", "-z", placement.base, head).split("\0")
+                       if name]
+            diffstat = git(path, "diff", "--shortstat", placement.base, head).strip()
     finally:
         with repository_lock(home, repository):
             _drop(repository, path)
@@ -200,7 +203,9 @@ def close_worktree(home: Path, placement: Placement, message: str, author: str |
             if keep_work and head == placement.base:
                 git(repository, "branch", "--quiet", "-D", placement.branch)
     if head == placement.base:
-        return {"repository": repository, "branch": None, "base": placement.base, "commit": None, "changed_files": [], "diffstat": ""}
+        # A cancelled task's branch stays (at base here), so the line names it; one that changed nothing has none.
+        return {"repository": repository, "branch": None if keep_work else placement.branch, "base": placement.base,
+                "commit": None, "changed_files": [], "diffstat": ""}
     return {"repository": repository, "branch": placement.branch, "base": placement.base, "commit": head, "changed_files": changed,
             "diffstat": diffstat}
 
@@ -245,6 +250,7 @@ def sweep(home: Path, dry_run: bool = False) -> list[dict[str, Any]]:
             if os.path.isdir(record.repository):
                 try:
                     _drop(record.repository, record.path)
+                    git(record.repository, "worktree", "prune")     # entries of folders removed by hand too
                 except GitFailed:
                     shutil.rmtree(record.path, ignore_errors=True)
             else:

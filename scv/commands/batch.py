@@ -9,6 +9,7 @@ import click
 from scv.batch import progress, tasks
 from scv.batch import results as results_module
 from scv.batch.drive import drive, open_output
+from scv.batch.quota import DEFAULT_BACKOFF, DEFAULT_WAIT, QuotaGate, move_to, parse_fallback
 from scv.batch.runner import BatchRunner
 from scv.core.errors import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, ScvError, UsageError
 from scv.telemetry.start import start_run
@@ -49,13 +50,22 @@ RAY_ONLY = ("address", "token_file", "schedule_timeout", "retries", "detach", "c
                    "every task not completed).")
 @click.option("--report", "report", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
               help="Write the Markdown report (scv batch-report) to FILE when the batch ends.")
+@click.option("--quota-wait", type=click.FloatRange(min=0), default=None, metavar="S",
+              help="Wait at most S seconds for an agent's usage limit to reset before its task ends `quota` "
+                   "(default 21600).")
+@click.option("--quota-backoff", type=click.FloatRange(min=0.1), default=None, metavar="S",
+              help="Pause an agent whose limit names no reset for S seconds, doubling, 3 tries (default 300).")
+@click.option("--fallback", default=None, metavar="AGENTS",
+              help="Run a paused agent's tasks on the first of these agents that is free, such as claude,pi "
+                   "(without the line's model and effort).")
 @click.option("--run-one", is_flag=True, hidden=True, help="Run one task read as JSON on stdin (docs/batch.md).")
 @click.option("-C", "--workspace", "workspace", metavar="DIR", default=None,
               help="The workspace (default: the current directory).")
 def batch_command(file: Path | None, engine: str, parallel: int | None, output: Path | None, quiet: bool,
                   address: str | None, token_file: Path | None, schedule_timeout: float | None,
                   retries: int | None, detach: bool, cancel: bool, isolate: str | None, verify: tuple[str, ...],
-                  verify_timeout_seconds: int | None, rerun: str | None, report: Path | None, run_one: bool,
+                  verify_timeout_seconds: int | None, rerun: str | None, report: Path | None,
+                  quota_wait: float | None, quota_backoff: float | None, fallback: str | None, run_one: bool,
                   workspace: str | None) -> None:
     """Run a batch of delegated agent calls: FILE has one JSON object per line with an id, a prompt
     and optionally agent, cwd, model, effort, timeout_seconds, and the batch's own isolate, base,
@@ -67,7 +77,8 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
     \b
     Exit status:
       0    every task completed (this run or an earlier one with the same --output)
-      1    some task failed, was lost, declined, timed out, cancelled, or had no node for its agent
+      1    some task failed, was lost, declined, timed out, cancelled, ended `quota` (its agent's
+           usage limit outlasted --quota-wait), or had no node for its agent
       2    bad input or configuration (reported with line numbers); nothing started
       130  interrupted by SIGINT, 143 by SIGTERM; running tasks were cancelled
     """
@@ -82,10 +93,14 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
                 raise UsageError("--isolate, --verify, --verify-timeout-seconds, --rerun and --report are for the local "
                                  "engine; with --engine ray give isolate and verify as line fields, and run "
                                  "scv batch-report on the output")
+            quota = _quota_gate(quota_wait, quota_backoff, fallback)
+            if (detach or cancel) and (quota_wait is not None or quota_backoff is not None or fallback):
+                raise UsageError("--quota-wait, --quota-backoff and --fallback are not for a detached batch (the "
+                                 "head's runner uses their defaults); leave them out with --detach")
             from scv.batch.ray_batch import run_ray_batch
             code = run_ray_batch(file, output=output, parallel=parallel, quiet=quiet, address=address,
                                  token_file=token_file, schedule_timeout=schedule_timeout, retries=retries,
-                                 detach=detach, cancel=cancel, workspace=workspace)
+                                 detach=detach, cancel=cancel, workspace=workspace, quota=quota)
         else:
             given = dict(address=address, token_file=token_file, schedule_timeout=schedule_timeout, retries=retries,
                          detach=detach or None, cancel=cancel or None)
@@ -94,7 +109,8 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
                 raise UsageError(f"{', '.join(named)} {'is' if len(named) == 1 else 'are'} for --engine ray; add "
                                  "--engine ray or leave them out")
             code = _local(file, output, parallel, quiet, workspace, isolate, list(verify) or None,
-                          verify_timeout_seconds, results_module.parse_rerun(rerun), report)
+                          verify_timeout_seconds, results_module.parse_rerun(rerun), report,
+                          _quota_gate(quota_wait, quota_backoff, fallback))
     except ScvError as err:
         click.echo(f"scv: {err}", err=True)
         code = err.exit_code
@@ -105,7 +121,7 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
 
 def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, workspace: str | None,
            isolate: str | None, verify: list[str] | None, verify_timeout_seconds: int | None,
-           rerun: frozenset[str] | None, report: Path | None) -> int:
+           rerun: frozenset[str] | None, report: Path | None, quota: QuotaGate) -> int:
     from scv.batch import results
     from scv.batch.line_options import LineOptions
     from scv.batch.local_engine import AgentCalls, LocalEngine
@@ -128,8 +144,9 @@ def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, w
         batch = tasks.load(file, calls.prepare, lines.check)
         sink, todo, skipped = open_output(output, batch, rerun)
         engine = LocalEngine(calls, limit, batch=lines.batch)
+        quota.retarget = lambda task, agent: move_to(task, agent, calls.prepare)
         runner = BatchRunner(engine, todo, sink, progress.choose(sys.stderr, quiet), parallel=limit,
-                             prefer=calls.config.agent.prefer, skipped=skipped)
+                             prefer=calls.config.agent.prefer, skipped=skipped, quota=quota)
         try:
             code = drive(runner, sink)
         finally:
@@ -144,3 +161,17 @@ def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, w
         calls.close()
         run.span.set({"scv.exit_code": code})
         run.finish(None if code == EXIT_OK else f"exit status {code}")
+
+
+def _quota_gate(wait: float | None, backoff: float | None, fallback: str | None) -> QuotaGate:
+    agents = parse_fallback(fallback)
+    if fallback is not None and not agents:
+        raise UsageError(f"--fallback {fallback!r} names no agent; pass agent names separated by commas, such as "
+                         "claude,pi")
+    from scv.core.agents.descriptors import DESCRIPTORS
+    unknown = [name for name in agents if name not in DESCRIPTORS]
+    if unknown:
+        raise UsageError(f"--fallback names {', '.join(unknown)}, which SCV does not know as an agent; choose from "
+                         f"{', '.join(DESCRIPTORS)}")
+    return QuotaGate(wait=DEFAULT_WAIT if wait is None else wait, backoff=backoff or DEFAULT_BACKOFF,
+                     fallback=agents)

@@ -65,6 +65,15 @@ class AgentPrivate(msgspec.Struct, tag="agent", frozen=True):
     conversation_ended: bool | None = None
 
 
+class RateLimit(msgspec.Struct, frozen=True):
+    """The agent's account hit a usage or rate limit (HTTP 429, Claude Code's rejected
+    `rate_limit_event`, Codex's usage-limit error): another try before `resets_at` (epoch
+    seconds; None when the agent did not say) fails the same way. `scv batch` pauses the agent."""
+
+    reason: str                         # "usage limit" or "rate limit"
+    resets_at: float | None = None
+
+
 class AgentResult(msgspec.Struct, kw_only=True):
     """One delegated agent turn as every backend reports it (the CLI once per turn, an ACP server,
     a nested SCV), built in the worker from a blank one and sent as a `Result`: `public()` is what
@@ -80,6 +89,7 @@ class AgentResult(msgspec.Struct, kw_only=True):
     truncated: bool | UnsetType = False
     hint: str | UnsetType = UNSET              # how to get the agent going again (sign in, ...)
     sandbox: dict[str, Any] | UnsetType = UNSET     # the OS sandbox it ran in, and what it refused
+    rate_limit: RateLimit | UnsetType = UNSET       # a failure that waiting out the limit would avoid
     private: AgentPrivate = msgspec.field(default_factory=AgentPrivate)
 
     def public(self) -> dict[str, Any]:

@@ -87,14 +87,12 @@ def main() -> None:
                   f"{cpu * 1000:.0f} ms = {cpu / wall * 100:.2f} % of one core (target < 1 %)")
         finally:
             calls.close()
-        from tests.benchmarks import batch_worktree     # isolated tasks (issue 23)
-        try:
-            batch_worktree.main(root, root / "scv-home")
-        finally:
             os.environ.clear()
             os.environ.update(saved)
     from tests.benchmarks import batch_ray       # the local engine against the Ray engine (issue 13)
     batch_ray.main()
+    from tests.benchmarks import batch_worktree     # isolated tasks (issue 23); also on its own
+    batch_worktree.main()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from scv.core.usage import REPORTED, as_cost
-from workers.agents import verdict
+from workers.agents import limits, verdict
 from workers.agents.report import SIGNIN, StreamParser, as_int, first_line, parts_of, take_tokens
 
 FILE_TOOLS = {"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead"}
@@ -37,6 +37,7 @@ class Event(msgspec.Struct, gc=False):
     errors: Any = None
     error: Any = None
     message: Message | None = None
+    rate_limit_info: Any = None
 
 
 def _tool_line(name: str, tool_input: Any) -> str:
@@ -80,6 +81,9 @@ class ClaudeStreamParser(StreamParser):
                     self.progress(first_line(part.text))
         elif event.type == "result":
             self._result(event)
+        elif event.type == "rate_limit_event":
+            # Informational unless `rejected`: then the turn's failure is the account's limit.
+            report.limit = limits.from_claude(event.rate_limit_info) or report.limit
 
     def _result(self, event: Event) -> None:
         report = self.report
@@ -99,6 +103,7 @@ class ClaudeStreamParser(StreamParser):
             errors = [e for e in event.errors if isinstance(e, str)] if isinstance(event.errors, list) else []
             report.error = text or "; ".join(errors) or f"Claude Code reported an error ({event.subtype})"
             status = as_int(event.api_error_status)
+            report.limit = report.limit or limits.for_status(status) or limits.from_text(report.error)
             report.error_kind = (verdict.classify(None, status) or self._synthetic_kind
                                  or verdict.classify(report.error))
             return

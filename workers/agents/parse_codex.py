@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from workers.agents import verdict
+from workers.agents import limits, verdict
 from workers.agents.report import StreamParser, take_tokens
 
 
@@ -123,3 +123,4 @@ class CodexJsonParser(StreamParser):
     def _fail(self, message: str) -> None:
         self.report.error = message
         self.report.error_kind = verdict.classify(message)
+        self.report.limit = limits.from_text(message)

@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 import msgspec
 
+from scv.core.messages import RateLimit
 from scv.core.usage import Usage, as_count
 
 # What kind of failure a structured error describes; the first four are availability failures
@@ -21,6 +22,7 @@ class TurnReport:
     error: str | None = None
     error_kind: str | None = None
     refusal: bool = False
+    limit: RateLimit | None = None    # the failure is a usage or rate limit (workers/agents/limits.py)
     vendor_session: str | None = None
     finished: bool = False        # the CLI printed its final event
     json_lines: int = 0

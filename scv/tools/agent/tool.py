@@ -88,8 +88,8 @@ class AgentTool(ToolSpec):
     name = "agent"
     description = ("Hand a task to another coding agent (a delegated CLI such as Claude Code or Codex) and get one "
                    "result: agent, status (completed, failed, declined, timeout, cancelled), reply, usage, "
-                   "exit_code, stderr_tail, truncated, plus error, hint, note, fallback, session and turn when "
-                   "they apply. The agent works on its own with its own credentials.")
+                   "exit_code, stderr_tail, truncated, plus error, hint, note, fallback, rate_limit, session and "
+                   "turn when they apply. The agent works on its own with its own credentials.")
     Args = AgentArgs
     example = {"agent": "codex", "prompt": "Land the fix with the feature-flow skill.", "cwd": "scv",
                "model": "gpt-5.5", "effort": "high", "timeout_seconds": 7200}
