@@ -82,6 +82,7 @@ class McpClient:
         self.progress_token: str | None = None
         self.progress_seen = 0
         self.ctx: WorkerContext | None = None
+        self.startup_seconds = 0.0
 
     # --- the calls of the worker ---------------------------------------------------------------
 
@@ -90,7 +91,8 @@ class McpClient:
         if not self.proc.alive or (op != "start" and not self.on_idle()):
             raise self._gone("before the call")
         if op == "start":
-            deadline = time.monotonic() + float(args["startup_timeout_seconds"])
+            self.startup_seconds = float(args["startup_timeout_seconds"])
+            deadline = time.monotonic() + self.startup_seconds
             return Reply(self._start(ctx, deadline))
         if op == "sync":
             if not self.changed:
@@ -102,7 +104,7 @@ class McpClient:
 
     def _start(self, ctx: WorkerContext, deadline: float) -> dict[str, Any]:
         params = InitializeParams(CLIENT_VERSION, {}, ClientInfo("scv", __version__))
-        answer = self._ask("initialize", params, ctx, deadline, "initialize")
+        answer = self._ask("initialize", params, ctx, deadline, "startup")
         try:
             init = decode_as(answer.result, InitializeResult, f"{self.wire.peer}'s initialize answer")
         except WireError as err:
@@ -178,7 +180,8 @@ class McpClient:
                                       "sent", status="cancelled" if ctx.token.cancelled else "timeout")
                 if what == "startup":
                     raise self._fault(f"the MCP server {self.server} did not finish starting (initialize and "
-                                      f"tools/list) within its startup timeout")
+                                      f"tools/list) within its startup timeout of {self.startup_seconds:g} s "
+                                      f"(mcp_servers.{self.server}.startup_timeout_seconds)")
                 raise self._fault(f"the MCP server {self.server} {why} at {method}")
             pumped = self.proc.pump(max(0.0, deadline - time.monotonic()), ctx.token.fds(), self.wire.out)
             if pumped.ready:
@@ -229,8 +232,8 @@ class McpClient:
     # --- faults --------------------------------------------------------------------------------
 
     def _stderr_note(self) -> str:
-        tail = self.proc.stderr.text().strip()
-        return f"; its stderr ends: {tail[-500:]}" if tail else ""
+        lines = [line.strip() for line in self.proc.stderr.text().splitlines() if line.strip()]
+        return f"; its stderr ends: {' | '.join(lines[-3:])[-400:]}" if lines else ""
 
     def _gone(self, when: str) -> ToolFailure:
         self.proc.forget()
