@@ -224,3 +224,35 @@ def test_a_project_file_cannot_add_servers(scv_home, workspace, tmp_path):
     proc = exec_(workspace, "--script", str(script))
     assert proc.returncode == 2
     assert ".scv/config.toml: mcp_servers.evil may not be set by a project config" in proc.stderr
+
+
+def test_a_rude_server_fails_its_calls_and_nothing_hangs(scv_home, workspace, tmp_path):
+    rude = Path(__file__).resolve().parent / "mcp_rude_server.py"
+    config = mcp_file(tmp_path, rude={"command": sys.executable, "args": [str(rude)]})
+    calls = [{"id": tool, "tool": f"mcp__rude__{tool}", "args": {}} for tool in ("garbage", "ok", "wrong_id")]
+    script = write_script(tmp_path / "s.jsonl", {"calls": calls},
+                          {"calls": [{"id": "huge", "tool": "mcp__rude__huge", "args": {}}]},
+                          {"calls": [{"id": "after", "tool": "mcp__rude__ok", "args": {}}]}, {"text": "done"})
+    proc = exec_(workspace, "--script", str(script), "--json", "--auto-approve", "--mcp-config", str(config))
+    assert proc.returncode == 0, proc.stderr
+    seen = events(proc)
+    done = {e["call_id"]: e["result"] for e in seen if e["type"] == "tool.completed"}
+    assert "wrote something that is not JSON-RPC during the call of garbage" in done["garbage"]["error"]
+    assert done["ok"]["content"] == [{"type": "text", "text": "fine"}]         # restarted for it
+    assert "answered a request that was not in flight" in done["wrong_id"]["error"]
+    # The second fault left the server out: the huge line never got a chance, nor the call after.
+    assert [e["server"] for e in seen if e["type"] == "mcp.failed"] == ["rude"]
+    assert "unknown tool 'mcp__rude__huge'" in done["huge"]["error"]
+    assert "'bad name!' is left out" in proc.stderr and "'broken' is left out: its input schema is invalid" in proc.stderr
+
+
+def test_a_line_over_the_limit_fails_the_call(scv_home, workspace, tmp_path):
+    rude = Path(__file__).resolve().parent / "mcp_rude_server.py"
+    config = mcp_file(tmp_path, rude={"command": sys.executable, "args": [str(rude)]})
+    script = write_script(tmp_path / "s.jsonl", {"calls": [{"id": "huge", "tool": "mcp__rude__huge", "args": {}}]},
+                          {"calls": [{"id": "after", "tool": "mcp__rude__ok", "args": {}}]}, {"text": "done"})
+    proc = exec_(workspace, "--script", str(script), "--json", "--auto-approve", "--mcp-config", str(config))
+    assert proc.returncode == 0, proc.stderr
+    done = {e["call_id"]: e["result"] for e in events(proc) if e["type"] == "tool.completed"}
+    assert "wrote a line over 16 MiB during the call of huge" in done["huge"]["error"]
+    assert done["after"]["content"] == [{"type": "text", "text": "fine"}]

@@ -1,6 +1,6 @@
 """The MCP client's messages (SCV using another program's MCP server as tools), on the one
 JSON-RPC line connection of scv/core/jsonrpc.py: what SCV sends as Structs, what it reads decoded
-only as far as it needs, unknown fields ignored. The worker (workers/mcp.py) speaks it; the
+only as far as it needs, unknown fields ignored. The worker (workers/mcp/client.py) speaks it; the
 supervisor reads the tool list it reports (`ToolInfo`)."""
 
 from typing import Any

@@ -1,5 +1,5 @@
 """The seam between a session and the MCP servers it uses as tools (`McpServers`), and the real
-one: each server in a live worker of its own (workers/mcp.py), kept for the whole session like a
+one: each server in a live worker of its own (workers/mcp/client.py), kept for the whole session like a
 live agent's conversation, and closed with the session.
 
 ```

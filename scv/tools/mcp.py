@@ -2,7 +2,7 @@
 offered tool, built from what the server listed (scv/mcp/servers.py `OfferedTool`): its Args
 Struct has the schema's properties (required ones required, no others), and the arguments are
 checked against the server's schema before approval; the call runs in the server's live worker
-(workers/mcp.py) through the session's `McpServers`.
+(workers/mcp/client.py) through the session's `McpServers`.
 
 Risk: the server's `risk` setting, else `read_only` for a tool that declares `readOnlyHint`, else
 `network`: the server is another program acting on the model's words."""

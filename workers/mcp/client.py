@@ -300,7 +300,3 @@ def bounded(content: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, A
             kept.append({"type": str(kind), "note": "content of a kind SCV does not show"})
     return kept, cut
 
-
-def start(args: dict[str, Any], ctx: WorkerContext) -> McpClient:
-    """The factory the live worker runtime calls with the server's first call (op `start`)."""
-    return McpClient(args, ctx)
