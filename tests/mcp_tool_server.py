@@ -6,7 +6,7 @@ give to `scv exec` as a server it uses as tools.
 Tools: `echo` (read-only), `slow` (reports progress `steps` times, then waits until cancelled,
 noting `started` and `cancelled` in DIR), `fail` (an error result), `crash` (the process exits),
 `big` (`size` bytes of text), `grow` (adds the tool `extra` and says the list changed),
-`environment` (the value of one variable). `--crash-at-start` exits before serving, with a line on
+`environment` (the value of one variable), `picture` (an image and text). `--crash-at-start` exits before serving, with a line on
 stderr; `--slow-start` waits before serving."""
 
 import argparse
@@ -15,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.fastmcp import Context, FastMCP, Image
 from mcp.types import ToolAnnotations
 
 parser = argparse.ArgumentParser()
@@ -66,6 +66,12 @@ def crash() -> str:
     print("about to crash on purpose", file=sys.stderr, flush=True)
     mark("crashed", str(os.getpid()))
     os._exit(3)
+
+
+@server.tool()
+def picture() -> list:
+    """A small PNG and a line of text."""
+    return [Image(data=b"\x89PNG\r\n\x1a\n" + bytes(1000), format="png"), "a picture"]
 
 
 @server.tool()

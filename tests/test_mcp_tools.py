@@ -12,7 +12,7 @@ import pytest
 
 from tests.conftest import run_scv, scv_env
 from tests.fake_openai import FakeOpenAI, Reply
-from tests.fakes import events, write_script
+from tests.fakes import events, scv_process, wait_for, write_script
 
 SERVER = Path(__file__).resolve().parent / "mcp_tool_server.py"
 
@@ -256,3 +256,70 @@ def test_a_line_over_the_limit_fails_the_call(scv_home, workspace, tmp_path):
     done = {e["call_id"]: e["result"] for e in events(proc) if e["type"] == "tool.completed"}
     assert "wrote a line over 16 MiB during the call of huge" in done["huge"]["error"]
     assert done["after"]["content"] == [{"type": "text", "text": "fine"}]
+
+
+def test_a_call_past_its_timeout_is_cancelled_in_the_server_and_images_are_summarised(scv_home, workspace,
+                                                                                        tmp_path, marks):
+    (scv_home / "config.toml").write_text("[tools]\ncommand_timeout_seconds = 2\n")
+    config = mcp_file(tmp_path, tools=entry(marks))
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [{"id": "s", "tool": "mcp__tools__slow", "args": {"steps": 1}},
+                                     {"id": "p", "tool": "mcp__tools__picture", "args": {}}]}, {"text": "done"})
+    proc = exec_(workspace, "--script", str(script), "--json", "--auto-approve", "--mcp-config", str(config))
+    assert proc.returncode == 0, proc.stderr
+    done = {e["call_id"]: e["result"] for e in events(proc) if e["type"] == "tool.completed"}
+    assert done["s"]["status"] == "timeout" and "ran past its timeout" in done["s"]["error"]
+    assert (marks / "cancelled").read_text() == "yes\n"
+    assert done["p"].get("content"), done["p"]
+    image, text = done["p"]["content"]
+    assert image["type"] == "image" and image["mimeType"] == "image/png" and "not shown" in image["note"]
+    assert "data" not in image and text == {"type": "text", "text": "a picture"}
+
+
+def test_a_server_is_recorded_and_a_killed_scv_leaves_no_orphan(scv_home, workspace, tmp_path, marks):
+    config = mcp_file(tmp_path, tools=entry(marks))
+    script = write_script(tmp_path / "s.jsonl", {"calls": [{"id": "s", "tool": "mcp__tools__slow", "args": {"steps": 1}}]},
+                          {"text": "never"})
+    with scv_process("exec", "--script", str(script), "--auto-approve", "--mcp-config", str(config),
+                     "-C", str(workspace)) as proc:
+        started = wait_for(lambda: (marks / "started").exists() and (marks / "started").read_text().strip(),
+                           what="the slow tool to start")
+        pid = int(started)
+        listed = json.loads(run_scv("agents", "ps", "--json").stdout)["delegations"]
+        (row,) = [r for r in listed if r["agent"] == "mcp:tools"]
+        assert row["pid"] == pid and row["state"] == "running"
+        proc.kill()
+        proc.wait()
+    # The next SCV process reconciles what the killed one left: the server is stopped.
+    after = write_script(tmp_path / "t.jsonl", {"text": "fine"})
+    assert exec_(workspace, "--script", str(after)).returncode == 0
+    wait_for(lambda: no_process_of(pid), what="the killed run's MCP server to be stopped")
+    assert not [r for r in json.loads(run_scv("agents", "ps", "--all", "--json").stdout)["delegations"]
+                if r["agent"] == "mcp:tools"]
+
+
+def test_scv_server_stdio_sessions_use_the_users_servers(scv_home, clients, workspace, tmp_path, marks):
+    (scv_home / "config.toml").write_text(
+        f'[mcp_servers.tools]\ncommand = "{sys.executable}"\nargs = ["{SERVER}", "--mark", "{marks}"]\n')
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [{"id": "e", "tool": "mcp__tools__echo", "args": {"text": "stdio"}}]},
+                          {"text": "said {{e.content}}"})
+    client = clients("--script", str(script))
+    session = client.start(cwd=str(workspace))
+    assert "mcp__tools__echo" in session["tools"]
+    client.request("turn.start", {"prompt": "echo"})
+    assert "echo: stdio" in client.until("turn.completed").params["reply"]
+    client.request("session.close")
+    client.close_stdin()
+    assert client.wait() == 0
+    assert (marks / "echo").read_text() == "stdio\n"
+
+
+def test_scv_server_stdio_reports_a_required_server_that_fails(scv_home, clients, workspace, tmp_path, marks):
+    (scv_home / "config.toml").write_text(
+        f'[mcp_servers.db]\ncommand = "{sys.executable}"\nargs = ["{SERVER}", "--crash-at-start"]\nrequired = true\n')
+    client = clients("--script", str(write_script(tmp_path / "s.jsonl", {"text": "x"})))
+    client.request("initialize", {"protocol_version": 3})
+    failed = client.response(client.send("session.start", {"cwd": str(workspace)}))
+    assert failed.error.code == -32000 and "the required MCP server db did not start" in failed.error.message
+    assert "cannot reach the database" in failed.error.message

@@ -105,6 +105,7 @@ class Session:
         self.registry = build_registry(ctx, services)
         # The session's approvals go through `ask`; the runner's own approver is never consulted.
         self.runner = ToolRunner(supervisor, self.registry, ctx, approver=lambda *_: False, jobs=self.jobs)
+        self._offer_mcp()
         specs = list(self.registry)
         self.system_prompt = system_prompt(base_prompt or ctx.config.agent.system_prompt, specs, ctx)
         if output_instruction:      # scv exec --output-schema: the final answer's contract comes last
@@ -124,15 +125,22 @@ class Session:
     def tool_schemas(self) -> tuple[dict[str, Any], ...]:
         """The tools offered to the next model request: the MCP servers' as they are now (a
         changed list, a server left out after crashing twice) take effect here."""
-        if self.mcp is not None:
-            generation, offered = self.mcp.offer()
-            if generation != self._mcp_generation:
-                from scv.tools.registry import mcp_class
-                self._mcp_generation = generation
-                family = mcp_class()
-                self.registry.set_mcp([family(self.services, tool) for tool in offered])
-                self._tool_schemas = self._schemas(list(self.registry))
+        if self._offer_mcp():
+            self._tool_schemas = self._schemas(list(self.registry))
         return self._tool_schemas
+
+    def _offer_mcp(self) -> bool:
+        """Registers the MCP servers' tools as they are now; True when they changed."""
+        if self.mcp is None:
+            return False
+        generation, offered = self.mcp.offer()
+        if generation == self._mcp_generation:
+            return False
+        from scv.tools.registry import mcp_class
+        self._mcp_generation = generation
+        family = mcp_class()
+        self.registry.set_mcp([family(self.services, tool) for tool in offered])
+        return True
 
     def new_turn_id(self) -> str:
         return f"turn-{next(self._turn_ids)}"

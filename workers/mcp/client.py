@@ -78,6 +78,7 @@ class McpClient:
                               f"{err.strerror}") from None
         self.wire = Connection(limit=LINE_LIMIT, peer=f"the MCP server {self.server}")
         self.answers: dict[int, Response] = {}
+        self.abandoned: set[int] = set()      # requests given up on (cancelled, past their deadline)
         self.changed = False            # notifications/tools/list_changed arrived since the last list
         self.progress_token: str | None = None
         self.progress_seen = 0
@@ -171,7 +172,9 @@ class McpClient:
                                       f"{answer.error.text()}")
                 return answer
             if ctx.token.cancelled or time.monotonic() >= deadline:
-                self.wire.forget(request_id)
+                # Still pending on the connection: a late answer (the specification allows one) is
+                # then a known id, dropped here, not a fault.
+                self.abandoned.add(request_id)
                 why = "was cancelled" if ctx.token.cancelled else "ran past its timeout"
                 if method == "tools/call":
                     self.wire.notify("notifications/cancelled", CancelledParams(request_id, f"the call {why}"))
@@ -206,7 +209,10 @@ class McpClient:
     def _dispatch(self, messages: list) -> None:
         for message in messages:
             if isinstance(message, Response):
-                self.answers[message.id] = message
+                if message.id in self.abandoned:
+                    self.abandoned.discard(message.id)
+                else:
+                    self.answers[message.id] = message
             elif message.id is None:
                 self._notification(message)
             elif message.method == "ping":
