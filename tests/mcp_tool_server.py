@@ -6,7 +6,7 @@ give to `scv exec` as a server it uses as tools.
 Tools: `echo` (read-only), `slow` (reports progress `steps` times, then waits until cancelled,
 noting `started` and `cancelled` in DIR), `fail` (an error result), `crash` (the process exits),
 `big` (`size` bytes of text), `grow` (adds the tool `extra` and says the list changed),
-`environment` (the value of one variable), `picture` (an image and text). `--crash-at-start` exits before serving, with a line on
+`environment` (the value of one variable), `picture` (an image and text), `touch` (writes a file). `--crash-at-start` exits before serving, with a line on
 stderr; `--slow-start` waits before serving."""
 
 import argparse
@@ -84,6 +84,17 @@ def big(size: int) -> str:
 def environment(name: str) -> str:
     """The value of the environment variable `name`, or <unset>."""
     return os.environ.get(name, "<unset>")
+
+
+@server.tool()
+def touch(path: str) -> str:
+    """Writes a line to the file `path`: "written", or why not."""
+    try:
+        with open(path, "w") as fh:
+            fh.write("touched\n")
+    except OSError as err:
+        return f"refused: {err.strerror}"
+    return "written"
 
 
 @server.tool()

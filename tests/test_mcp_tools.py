@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import run_scv, scv_env
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.fakes import events, scv_process, wait_for, write_script
+from tests.sandbox_fakes import needs_landlock
 
 SERVER = Path(__file__).resolve().parent / "mcp_tool_server.py"
 
@@ -323,3 +324,19 @@ def test_scv_server_stdio_reports_a_required_server_that_fails(scv_home, clients
     failed = client.response(client.send("session.start", {"cwd": str(workspace)}))
     assert failed.error.code == -32000 and "the required MCP server db did not start" in failed.error.message
     assert "cannot reach the database" in failed.error.message
+
+
+@needs_landlock
+def test_a_server_runs_inside_the_configured_sandbox(scv_home, workspace, tmp_path):
+    (scv_home / "config.toml").write_text('[tools]\nsandbox = "workspace-write"\n')
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    config = mcp_file(tmp_path, tools={"command": sys.executable, "args": [str(SERVER)]})
+    calls = [{"id": "in", "tool": "mcp__tools__touch", "args": {"path": str(workspace / "inside.txt")}},
+             {"id": "out", "tool": "mcp__tools__touch", "args": {"path": str(outside / "escape.txt")}}]
+    script = write_script(tmp_path / "s.jsonl", {"calls": calls}, {"text": "done"})
+    proc = exec_(workspace, "--script", str(script), "--json", "--auto-approve", "--mcp-config", str(config))
+    assert proc.returncode == 0, proc.stderr
+    done = {e["call_id"]: e["result"]["content"][0]["text"] for e in events(proc) if e["type"] == "tool.completed"}
+    assert done["in"] == "written" and (workspace / "inside.txt").read_text() == "touched\n"
+    assert done["out"].startswith("refused") and not (outside / "escape.txt").exists()
