@@ -61,6 +61,7 @@ class McpTool(ToolSpec):
         description = tool.description.strip() or f"The tool {tool.tool} of the MCP server {tool.server}."
         self.description = f"{description} (MCP server {tool.server})"
         self.input_schema = tool.schema
+        self._validator: Any = None         # built at the first call: a listed tool may never be called
         self.Args = args_struct(tool.schema)
         self.example = example_of(tool.schema)
         if tool.risk is not None:
@@ -72,8 +73,10 @@ class McpTool(ToolSpec):
         return self.services.mcp is not None
 
     def check(self, args: msgspec.Struct, ctx: ToolContext) -> None:
-        from jsonschema import Draft202012Validator     # only in sessions that use MCP servers
-        error = next(iter(Draft202012Validator(self.input_schema).iter_errors(msgspec.to_builtins(args))), None)
+        if self._validator is None:
+            from jsonschema import Draft202012Validator     # only in sessions that use MCP servers
+            self._validator = Draft202012Validator(self.input_schema)
+        error = next(iter(self._validator.iter_errors(msgspec.to_builtins(args))), None)
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path)
             at = f" at {where!r}" if where else ""
