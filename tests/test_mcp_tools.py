@@ -171,16 +171,20 @@ def test_the_list_changes_between_requests(scv_home, fake, workspace, tmp_path, 
 
 
 def test_the_environment_is_scrubbed_and_env_passes_what_it_names(scv_home, workspace, tmp_path, marks):
+    # The allow-list offers only `environment`; `risk` makes it read_only, so it runs unasked.
     (scv_home / "config.toml").write_text(
         f'[mcp_servers.tools]\ncommand = "{sys.executable}"\nargs = ["{SERVER}"]\n'
-        'env = { GITHUB_TOKEN = "$MY_GH", PLAIN = "as is" }\n')
+        'env = { GITHUB_TOKEN = "$MY_GH", PLAIN = "as is" }\ntools = ["environment"]\nrisk = "read_only"\n')
     calls = [{"id": name, "tool": "mcp__tools__environment", "args": {"name": name}}
              for name in ("GITHUB_TOKEN", "PLAIN", "OPENAI_API_KEY", "OTHER_API_KEY", "PATH")]
+    calls.append({"id": "echo", "tool": "mcp__tools__echo", "args": {"text": "x"}})
     script = write_script(tmp_path / "s.jsonl", {"calls": calls}, {"text": "done"})
-    proc = exec_(workspace, "--script", str(script), "--json", "--auto-approve", MY_GH="ghp_secret",
+    proc = exec_(workspace, "--script", str(script), "--json", MY_GH="ghp_secret",
                  OPENAI_API_KEY="sk-x", OTHER_API_KEY="k")
     assert proc.returncode == 0, proc.stderr
-    done = {e["call_id"]: e["result"]["content"][0]["text"] for e in events(proc) if e["type"] == "tool.completed"}
+    results = {e["call_id"]: e["result"] for e in events(proc) if e["type"] == "tool.completed"}
+    assert "unknown tool 'mcp__tools__echo'" in results.pop("echo")["error"]
+    done = {call_id: result["content"][0]["text"] for call_id, result in results.items()}
     assert done["GITHUB_TOKEN"] == "ghp_secret" and done["PLAIN"] == "as is"
     assert done["OPENAI_API_KEY"] == "<unset>" and done["OTHER_API_KEY"] == "<unset>"
     assert done["PATH"] == os.environ["PATH"]
