@@ -278,6 +278,10 @@ class LiveMcpServers:
                 return _failure(f"the MCP server {tool.server} is left out of this session; its tools are gone")
             server.restarted = True         # the one restart
             failed = self._launch(server, launch.cancel)
+            if failed is not None and launch.cancel is not None and launch.cancel.cancelled:
+                server.restarted = False    # cancelled while starting: not the server's fault
+                return _failure(f"the call was cancelled while the MCP server {tool.server} restarted",
+                                status="cancelled")
             if failed is not None:
                 self._leave_out(server, f"its restart failed: {failed[0]}", failed[1])
                 return _failure(f"the MCP server {tool.server} crashed and its restart failed: {failed[0]}",

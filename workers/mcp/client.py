@@ -20,10 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from scv import __version__
 from scv.core import jsonrpc, lineage
-from scv.core.agents.environment import is_removed
 from scv.core.agents.descriptors import DESCRIPTORS
+from scv.core.agents.environment import is_removed
 from scv.core.jsonrpc import Connection, Incoming, Response, WireError, decode_as
 from scv.core.mcp_wire import (CLIENT_VERSION, KNOWN_VERSIONS, CallParams, CallResult, CancelledParams, ClientInfo,
                                InitializeParams, InitializeResult, ProgressParams, ToolsListParams, ToolsListResult)
@@ -149,8 +151,12 @@ class McpClient:
             raise ToolFailure(str(err)) from None
         content, cut = bounded(result.content, self.limit_bytes)
         value: dict[str, Any] = {"server": self.server, "tool": args["tool"], "content": content, "truncated": cut}
-        if result.structured_content is not None and not cut:
-            value["structured"] = result.structured_content
+        if result.structured_content is not None:
+            # Kept only whole and within the limit beside the content (it most often repeats it).
+            if not cut and len(msgspec.json.encode(result.structured_content)) <= self.limit_bytes:
+                value["structured"] = result.structured_content
+            else:
+                value["truncated"] = True
         if result.is_error:
             text = " ".join(block.get("text", "") for block in content if block.get("type") == "text").strip()
             raise ToolFailure(f"{args['tool']} on the MCP server {self.server} failed: "
