@@ -86,16 +86,48 @@ class RecordingLaunch:
 
 @pytest.mark.parametrize("spec_class", BUILTIN, ids=lambda c: c.name)
 def test_tool_contract(spec_class, ctx, services, supervisor):
-    spec: ToolSpec = spec_class(services)
+    check_contract(spec_class(services), ctx, supervisor)
+
+
+# An MCP server's tool as a session offers it (scv/mcp/fake.py stands in for the server): one
+# with required and optional arguments of several types.
+MCP_LISTED = [{"name": "get_issue", "description": "Fetch one issue of a repository.", "read_only": True,
+               "input_schema": {"type": "object", "required": ["repo", "number"],
+                                "properties": {"repo": {"type": "string"}, "number": {"type": "integer"},
+                                               "with-comments": {"type": "boolean"}}}}]
+
+
+def test_mcp_tool_contract(ctx, services, supervisor):
+    from scv.mcp.fake import FakeMcpServers
+    from scv.tools.registry import mcp_class
+    fake = FakeMcpServers({"github": MCP_LISTED})
+    services.mcp = fake
+    (tool,) = fake.offer()[1]
+    spec = mcp_class()(services, tool)
+    assert spec.name == "mcp__github__get_issue" and spec.declared_risk is Risk.READ_ONLY
+    check_contract(spec, ctx, supervisor)
+    assert fake.sent and fake.sent[0].args == {"op": "call", "tool": "get_issue", "arguments": spec.example}
+    # Values are checked against the server's schema before approval, with one sentence.
+    with pytest.raises(RefusedError, match="at 'number'"):
+        spec.parse({"repo": "scv", "number": "seven"}, ctx)
+    # Optional arguments not given are not sent.
+    assert spec.worker_args(spec.parse({"repo": "a", "number": 1, "with-comments": True}, ctx), ctx) == \
+        {"repo": "a", "number": 1, "with-comments": True}
+    assert spec.worker_args(spec.parse({"repo": "a", "number": 1}, ctx), ctx) == {"repo": "a", "number": 1}
+
+
+def check_contract(spec: ToolSpec, ctx, supervisor) -> None:
+    spec_class = type(spec)
+    family = spec_class.name      # a built-in tool's own name; "mcp" for every MCP server's tool
     assert spec.enabled(ctx), f"{spec.name} is not offered even in a session set up to offer every tool"
     # Name, description, files: scv/tools/<name>.py beside workers/<name>.py (a tool with parts of
     # its own has a folder: scv/tools/<name>/tool.py, as the agent tool has for its backends).
     assert re.fullmatch(r"[a-z][a-z0-9_]{0,63}", spec.name)
     assert len(spec.description) > 20
     tools = ROOT / "scv" / "tools"
-    assert Path(inspect.getfile(spec_class)) in (tools / f"{spec.name}.py", tools / spec.name / "tool.py")
+    assert Path(inspect.getfile(spec_class)) in (tools / f"{family}.py", tools / family / "tool.py")
     module_name, _, function = spec.executor.partition(":")
-    assert module_name == f"workers.{spec.name}"
+    assert module_name == f"workers.{family}"
     executor = getattr(importlib.import_module(module_name), function)
     assert list(inspect.signature(executor).parameters) == ["args", "ctx"]
     assert isinstance(spec.declared_risk, Risk)

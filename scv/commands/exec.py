@@ -113,9 +113,12 @@ class _ExecCommand(click.Command):
 @click.option("--output-schema", type=click.Path(path_type=Path), default=None, metavar="FILE",
               help="The final reply must be a JSON document valid against FILE (JSON Schema, Draft 2020-12); "
                    "stdout gets only the document, compact.")
+@click.option("--mcp-config", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help='MCP servers to use as tools, in the {"mcpServers": {...}} JSON other hosts use (besides '
+                   "[mcp_servers] in the user's config.toml; see docs/mcp.md).")
 @workspace_option
 def exec_command(prompt: str | None, script: Path | None, as_json: bool, timeout: float | None, model: str | None,
-                 auto_approve: bool, output_schema: Path | None, workspace: str | None) -> None:
+                 auto_approve: bool, output_schema: Path | None, mcp_config: Path | None, workspace: str | None) -> None:
     """Run one headless turn: the model calls tools until it replies; the reply goes to stdout.
 
     PROMPT is the task; "-" reads it from stdin. With --script the prompt is optional.
@@ -124,7 +127,8 @@ def exec_command(prompt: str | None, script: Path | None, as_json: bool, timeout
     Exit status:
       0    the turn completed
       1    the turn failed (provider error, turn limit, script ran out)
-      2    bad usage or configuration (an unusable --output-schema too); nothing ran
+      2    bad usage or configuration (an unusable --output-schema too, or a required MCP server that did not
+           start); nothing ran
       4    schema_invalid: with --output-schema, the reply did not validate after one repair turn
       124  timed out (--timeout); the running call was cancelled
       130  interrupted by SIGINT, 143 by SIGTERM; the running call was cancelled
@@ -143,6 +147,11 @@ def exec_command(prompt: str | None, script: Path | None, as_json: bool, timeout
             prompt = f"Run the script {script.name}."
         ctx = load_context(workspace)
         provider = build_provider(ctx.config, script=script, model=model)
+        mcp_servers = None
+        if ctx.config.mcp_servers or mcp_config is not None:
+            from scv.config.load import user_config_path
+            from scv.config.mcp import servers
+            mcp_servers = servers(ctx.config.mcp_servers, mcp_config, str(user_config_path()))
     except ScvError as err:
         out.error(err)
         sys.exit(EXIT_USAGE if err.exit_code == 2 else err.exit_code)
@@ -158,9 +167,18 @@ def exec_command(prompt: str | None, script: Path | None, as_json: bool, timeout
         if schema is not None:
             from scv.structured import instruction as schema_instruction
             instruction = schema_instruction(schema)
-        session = Session(supervisor, ctx, provider, emit=out.emit, asker=_asker(prompt_from_stdin),
-                          auto_approve=auto_approve, output_instruction=instruction, trace=run.span)
-        code = _run(session, prompt, timeout, sent, lambda: _deferred_start(supervisor), schema)
+        mcp = None
+        if mcp_servers:
+            from scv.mcp.servers import LiveMcpServers
+            mcp = LiveMcpServers(supervisor, mcp_servers, ctx, out.emit)
+        try:
+            session = Session(supervisor, ctx, provider, emit=out.emit, asker=_asker(prompt_from_stdin),
+                              auto_approve=auto_approve, output_instruction=instruction, trace=run.span, mcp=mcp)
+        except ScvError as err:     # a required MCP server did not start: the model never ran
+            out.error(err)
+            code = EXIT_USAGE if err.exit_code == 2 else err.exit_code
+        else:
+            code = _run(session, prompt, timeout, sent, lambda: _deferred_start(supervisor), schema)
     finally:
         supervisor.close()
         run.span.set({"scv.exit_code": code})

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
+from scv.config.mcp import McpServerConfig
 from scv.config.agents import AgentConfig, AgentSettings, SandboxMode, check_agent_settings
 from scv.config.web import WebConfig
 from scv.core.errors import ConfigError
@@ -95,6 +96,7 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     chat: ChatConfig = msgspec.field(default_factory=ChatConfig)
     batch: BatchConfig = msgspec.field(default_factory=BatchConfig)
     telemetry: TelemetryConfig = msgspec.field(default_factory=TelemetryConfig)
+    mcp_servers: dict[str, McpServerConfig] = {}      # the user's alone (docs/mcp.md)
 
 
 # Keys a project's .scv/config.toml may set; everything else is the user's alone.
@@ -153,7 +155,7 @@ def _explain(exc: msgspec.ValidationError, path: Path, within: str = "") -> Conf
 
 # Tables of named entries: msgspec reports a key inside one as `agents[...]`, so each entry is
 # checked on its own first and its error names it (`agents.claude.transport`).
-_NAMED_TABLES = (("agents", AgentSettings), ("providers", ProviderProfile))
+_NAMED_TABLES = (("agents", AgentSettings), ("providers", ProviderProfile), ("mcp_servers", McpServerConfig))
 
 
 def _convert(data: dict[str, Any], path: Path) -> None:

@@ -32,6 +32,7 @@ APPROVAL_REQUESTED = "approval.requested"
 APPROVAL_RESOLVED = "approval.resolved"
 TURN_COMPLETED = "turn.completed"
 TURN_FAILED = "turn.failed"
+MCP_FAILED = "mcp.failed"
 
 
 class Event(msgspec.Struct, tag_field="type", kw_only=True):
@@ -113,8 +114,15 @@ class TurnFailed(Event, tag=TURN_FAILED):
     reply: str | UnsetType = UNSET                      # schema_invalid: that last reply
 
 
+class McpFailed(Event, tag=MCP_FAILED):
+    """An MCP server the session uses as tools is left out (it did not start, or crashed twice)."""
+    server: str
+    error: str
+    stderr_tail: str
+
+
 SessionEvent = (TurnStarted | AssistantDelta | AssistantText | ToolStarted | ToolProgress | ToolCompleted
-                | ApprovalRequested | ApprovalResolved | TurnCompleted | TurnFailed)
+                | ApprovalRequested | ApprovalResolved | TurnCompleted | TurnFailed | McpFailed)
 
 
 def params_of(event: Event) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import itertools
 import os
 import select
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -40,6 +41,7 @@ from scv.tools.services import open_services
 VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")      # newest first
 TASKS_FROM = "2025-11-25"       # the first revision with the task primitive
 POLL_MS = 1000
+LIVE_TASK = ("working", "input_required")
 AGENT_TOOLS = ("agent", "agent_wait", "agent_status", "agent_cancel")
 OPTIONAL_TOOLS = ("read", "write", "bash", "web_fetch")
 READ_BYTES = 1 << 16
@@ -86,10 +88,15 @@ class _Task:
     call: _Call
     ttl: int | None
     created: str
-    status: str = "working"      # working -> completed | failed | cancelled
+    status: str = "working"      # working <-> input_required; working -> completed | failed | cancelled
     updated: str = ""
     answer: dict[str, Any] | None = None
     done: Cancellation = field(default_factory=Cancellation)   # readable once the answer is in
+    born: float = field(default_factory=time.monotonic)
+
+    def expired(self, now: float) -> bool:
+        """A finished task is kept `ttl` ms from its creation, then forgotten with its result."""
+        return self.status not in LIVE_TASK and self.ttl is not None and now >= self.born + self.ttl / 1000
 
     def describe(self) -> dict[str, Any]:
         return {"taskId": self.id, "status": self.status, "createdAt": self.created,
@@ -258,6 +265,10 @@ class McpServer:
     # --- tasks (revision 2025-11-25) ------------------------------------------------------------
 
     def _task_request(self, method: str, rid, raw) -> None:
+        now = time.monotonic()
+        with self._lock:
+            for expired in [task.id for task in self._tasks.values() if task.expired(now)]:
+                del self._tasks[expired]
         if method == "tasks/list":
             with self._lock:
                 listed = [task.describe() for task in self._tasks.values()]
@@ -270,11 +281,12 @@ class McpServer:
         with self._lock:
             task = self._tasks.get(ref.task_id)
         if task is None:
-            self._send("respond_error", rid, jsonrpc.INVALID_PARAMS, f"no task {ref.task_id!r}; tasks/list lists them")
+            self._send("respond_error", rid, jsonrpc.INVALID_PARAMS, f"no task {ref.task_id!r} (a finished task is "
+                                                                     "forgotten after its ttl); tasks/list lists them")
         elif method == "tasks/get":
             self._send("respond", rid, task.describe())
         elif method == "tasks/cancel":
-            if task.status == "working":
+            if task.status in LIVE_TASK:
                 task.call.cancel.cancel()
                 task.status, task.updated = "cancelled", _now()
             self._send("respond", rid, task.describe())
@@ -313,7 +325,7 @@ class McpServer:
     def _run(self, rid, params: CallParams, call: _Call, task: _Task | None = None) -> None:
         token = (params._meta or {}).get("progressToken")
         try:
-            result = self._call(params, call.cancel, token)
+            result = self._call(params, call.cancel, token, task)
         except BaseException as err:        # a defect must still answer the host
             result = Result(ok=False, value={"error": f"scv mcp failed to run the call: {err}"})
         finally:
@@ -327,19 +339,19 @@ class McpServer:
         answer = {"content": [{"type": "text", "text": msgspec.json.encode(value).decode()}],
                   "structuredContent": value, "isError": failed}
         if task is not None:
-            if task.status == "working":
+            if task.status in LIVE_TASK:
                 task.status = "failed" if failed else "completed"
             task.updated, task.answer = _now(), answer
             task.done.cancel()
             return
         self._send("respond", rid, answer)
 
-    def _call(self, params: CallParams, cancel: Cancellation, token) -> Result:
+    def _call(self, params: CallParams, cancel: Cancellation, token, task: _Task | None = None) -> Result:
         runner = ToolRunner(self.supervisor, self.registry, self.ctx, approver=lambda *_: False,
                             jobs=self.services.jobs)
         try:
             prepared = runner.prepare(params.name, params.arguments or {})
-            runner.approve(prepared, approver=lambda tool, risk, summary: self._ask(tool, risk, summary, cancel))
+            runner.approve(prepared, approver=lambda tool, risk, summary: self._ask(tool, risk, summary, cancel, task))
         except RefusedError as err:
             return Result(ok=False, value={"error": str(err), "refused": True})
         if cancel.cancelled:
@@ -355,7 +367,7 @@ class McpServer:
 
         def relayed(ask: ApprovalRequest) -> bool:
             return relayed_verdict(self.ctx.config.tools.approval_policy, ask,
-                                   lambda risk: self._ask(ask.tool, risk, ask.summary, cancel))
+                                   lambda risk: self._ask(ask.tool, risk, ask.summary, cancel, task))
         try:
             return runner.run(prepared, cancel=cancel, on_progress=progress, on_approval=relayed)
         except ScvError as err:
@@ -363,19 +375,24 @@ class McpServer:
 
     # --- approvals ------------------------------------------------------------------------------
 
-    def _ask(self, tool: str, risk: Risk, summary: str, cancel: Cancellation) -> bool:
+    def _ask(self, tool: str, risk: Risk, summary: str, cancel: Cancellation, task: _Task | None = None) -> bool:
         """Where the policy asks: `--auto-approve` at once (a headless host such as `claude -p`
         declares elicitation yet declines every request), else the host through elicitation, else
-        a denial at once."""
+        a denial at once. A task reads `input_required` while its question waits, and the question
+        names the task."""
         if self.auto_approve or policy_verdict(self.ctx.config.tools.approval_policy, risk) is Verdict.RUN:
             return True
         if not self.elicitation:
             return False
         question = _Question()
         message = f"scv: {tool} ({risk.value}) wants to {summary}"
+        params: dict[str, Any] = {"message": message, "requestedSchema": {"type": "object", "properties": {}}}
         with self._lock:
-            rid = self.wire.request("elicitation/create", {"message": message, "requestedSchema": {
-                "type": "object", "properties": {}}})
+            if task is not None:
+                params["_meta"] = {"io.modelcontextprotocol/related-task": {"taskId": task.id}}
+                if task.status == "working":
+                    task.status, task.updated = "input_required", _now()
+            rid = self.wire.request("elicitation/create", params)
             self._questions[rid] = question
             self._flush()
         try:
@@ -385,6 +402,8 @@ class McpServer:
             with self._lock:
                 self._questions.pop(rid, None)
                 self.wire.forget(rid)
+                if task is not None and task.status == "input_required":
+                    task.status, task.updated = "working", _now()
             question.answered.close()
 
     def _answered(self, response: jsonrpc.Response) -> None:

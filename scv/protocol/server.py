@@ -259,8 +259,19 @@ class StdioServer:
         depth = max(params.delegation_depth, inherited_depth(dict(os.environ)))
         ctx = ToolContext(workspace=root, config=config, delegation_depth=depth,
                           skills=session_skills(root, config), channel=channel)
-        session = Session(self.supervisor, ctx, provider, emit=self.notify, asker=self._ask,
-                          auto_approve=params.auto_approve, base_prompt=params.system_prompt, trace=self.trace)
+        try:
+            mcp = None
+            if config.mcp_servers:      # the user's [mcp_servers]: every server up before the first turn
+                from scv.config.load import user_config_path
+                from scv.config.mcp import servers
+                from scv.mcp.servers import LiveMcpServers
+                mcp = LiveMcpServers(self.supervisor, servers(config.mcp_servers, None, str(user_config_path())),
+                                     ctx, self.notify)
+            session = Session(self.supervisor, ctx, provider, emit=self.notify, asker=self._ask,
+                              auto_approve=params.auto_approve, base_prompt=params.system_prompt, trace=self.trace,
+                              mcp=mcp)
+        except ScvError as err:
+            raise BadMessage(SERVER_ERROR, str(err), id) from None
         self.session = session
         self._stop = threading.Event()
         self._work = work = queue.Queue()

@@ -17,7 +17,7 @@ import select
 import threading
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import msgspec
 
@@ -37,6 +37,9 @@ from scv.telemetry.spans import NO_SPAN, Span
 from scv.tools.base import ToolContext
 from scv.tools.registry import build_registry
 from scv.tools.services import open_services
+
+if TYPE_CHECKING:
+    from scv.mcp.servers import McpServers
 
 _approval_ids = itertools.count(1)
 
@@ -71,7 +74,7 @@ class Session:
     def __init__(self, supervisor: Supervisor, ctx: ToolContext, provider: Provider, *, emit: EventSink,
                  asker: Asker = deny_all, auto_approve: bool = False, base_prompt: str | None = None,
                  agents: AgentSession | None = None, output_instruction: str | None = None,
-                 trace: Span = NO_SPAN):
+                 trace: Span = NO_SPAN, mcp: "McpServers | None" = None):
         self.ctx = ctx
         self.trace = trace          # the run's span (scv/telemetry/): each turn is a child of it
         self.provider = provider
@@ -90,20 +93,54 @@ class Session:
         services = open_services(ctx.config, scv_home(), auto_approve=auto_approve, queue_report=self.queue_report,
                                  agents=agents, on_settle=self._work_bell.ring)
         self.agents, self.jobs = services.agents, services.jobs
+        self.services = services
+        self.mcp = services.mcp = mcp
+        self._mcp_generation: int | None = None
+        if mcp is not None:
+            try:
+                mcp.start()         # every server's tool list before the first model request
+            except BaseException:
+                self.close()
+                raise
         self.registry = build_registry(ctx, services)
         # The session's approvals go through `ask`; the runner's own approver is never consulted.
         self.runner = ToolRunner(supervisor, self.registry, ctx, approver=lambda *_: False, jobs=self.jobs)
+        self._offer_mcp()
         specs = list(self.registry)
         self.system_prompt = system_prompt(base_prompt or ctx.config.agent.system_prompt, specs, ctx)
         if output_instruction:      # scv exec --output-schema: the final answer's contract comes last
             self.system_prompt += "\n\n" + output_instruction
-        self.tool_schemas = tuple({"name": d["name"], "description": d["description"], "schema": d["schema"]}
-                                  for d in (spec.describe(ctx) for spec in specs))
+        self._tool_schemas = self._schemas(specs)
         self.hosted_tools = _hosted_tools(ctx, provider)
 
     @property
     def config(self) -> Config:
         return self.ctx.config
+
+    def _schemas(self, specs) -> tuple[dict[str, Any], ...]:
+        return tuple({"name": d["name"], "description": d["description"], "schema": d["schema"]}
+                     for d in (spec.describe(self.ctx) for spec in specs))
+
+    @property
+    def tool_schemas(self) -> tuple[dict[str, Any], ...]:
+        """The tools offered to the next model request: the MCP servers' as they are now (a
+        changed list, a server left out after crashing twice) take effect here."""
+        if self._offer_mcp():
+            self._tool_schemas = self._schemas(list(self.registry))
+        return self._tool_schemas
+
+    def _offer_mcp(self) -> bool:
+        """Registers the MCP servers' tools as they are now; True when they changed."""
+        if self.mcp is None:
+            return False
+        generation, offered = self.mcp.offer()
+        if generation == self._mcp_generation:
+            return False
+        from scv.tools.registry import mcp_class
+        self._mcp_generation = generation
+        family = mcp_class()
+        self.registry.set_mcp([family(self.services, tool) for tool in offered])
+        return True
 
     def new_turn_id(self) -> str:
         return f"turn-{next(self._turn_ids)}"
@@ -198,6 +235,8 @@ class Session:
         if self.jobs is not None:
             self.jobs.close()
         self.agents.close()
+        if self.mcp is not None:
+            self.mcp.close()
         self._work_bell.close()
 
 

@@ -71,6 +71,9 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "chat_history": ("channel", "chat_log"),
     "chat_keep": ("channel", "chat_log"),
 }
+# The tools of the MCP servers a session uses (docs/mcp.md): one spec class, one instance per
+# offered tool (named mcp__<server>__<tool>), all run by one executor in the server's live worker.
+MCP_SPEC = ("scv.tools.mcp:McpTool", "workers.mcp")
 # What a worker needs beside the executors: the live worker's loop (a session's agent tool).
 WORKER_MODULES = ("workers.live_runtime",)
 

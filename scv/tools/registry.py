@@ -10,7 +10,7 @@ from typing import Iterator
 
 from scv.core.errors import RefusedError
 from scv.tools.base import ToolContext, ToolSpec
-from scv.tools.catalog import BUILTIN_SPECS, WORKER_MODULES
+from scv.tools.catalog import BUILTIN_SPECS, MCP_SPEC, WORKER_MODULES
 from scv.tools.services import Services
 
 
@@ -40,6 +40,13 @@ class Registry:
         self._tools: dict[str, ToolSpec | None] = dict.fromkeys(pending)
         self._ctx = ctx
         self._services = services
+
+    def set_mcp(self, specs: list[ToolSpec]) -> None:
+        """The MCP servers' tools now offered (mcp__<server>__<tool>), replacing the earlier ones."""
+        for name in [name for name in self._tools if name.startswith("mcp__")]:
+            del self._tools[name]
+        for spec in specs:
+            self.register(spec)
 
     def register(self, spec: ToolSpec) -> None:
         if spec.name in self._tools:
@@ -76,7 +83,13 @@ def build_registry(ctx: ToolContext, services: Services | None = None) -> Regist
     return Registry(ctx, services, tuple(BUILTIN_SPECS))
 
 
+def mcp_class() -> type[ToolSpec]:
+    """The spec class of every MCP server's tool, imported now."""
+    module_name, _, attribute = MCP_SPEC[0].partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
 def executor_modules() -> list[str]:
-    """What the fork point preloads for a session: every built-in tool's executor module and
-    the live worker's loop."""
-    return sorted({executor for _, executor in BUILTIN_SPECS.values()} | set(WORKER_MODULES))
+    """What the fork point preloads for a session: every built-in tool's executor module, the MCP
+    tools' and the live worker's loop."""
+    return sorted({executor for _, executor in BUILTIN_SPECS.values()} | {MCP_SPEC[1]} | set(WORKER_MODULES))

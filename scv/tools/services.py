@@ -11,6 +11,7 @@ from scv.tools.offering import offered, session_facts
 if TYPE_CHECKING:
     from scv.agents.session import AgentSession
     from scv.jobs.manager import Jobs
+    from scv.mcp.servers import McpServers
 
 
 class Services:
@@ -18,10 +19,11 @@ class Services:
     that runs one `read` never discovers agents."""
 
     def __init__(self, agents: "AgentSession | None" = None, jobs: "Jobs | None" = None, *,
-                 open_agents: "Callable[[], AgentSession] | None" = None):
+                 open_agents: "Callable[[], AgentSession] | None" = None, mcp: "McpServers | None" = None):
         self._agents = agents
         self._open_agents = open_agents
         self.jobs = jobs
+        self.mcp = mcp          # the MCP servers the session uses as tools (scv/mcp/servers.py)
 
     @property
     def agents(self) -> "AgentSession | None":

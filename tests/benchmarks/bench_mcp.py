@@ -1,7 +1,12 @@
-"""Issue 22's start-up benchmark: `scv mcp` from start to its `tools/list` answered, against
-`scv server --stdio` from start to its `initialize` answered, interleaved round by round in one
-run. (The MCP-tool-call overhead in `scv exec` waits for `scv exec`'s MCP client.)"""
+"""Issue 22's benchmarks, each against a baseline measured in the same run:
+- `scv mcp` from start to its `tools/list` answered, against `scv server --stdio` from start to its
+  `initialize` answered, interleaved round by round;
+- an MCP tool call's cost in `scv exec` (the script provider calling `echo` of the SDK test server
+  CALLS times, less the same run without the calls, per call), against a direct call of the
+  official SDK client to the same server."""
 
+import asyncio
+import json
 import os
 import statistics
 import subprocess
@@ -35,7 +40,62 @@ def _until_answered(argv: list[str], ws: Path, env: dict, request: bytes, answer
     return took
 
 
+CALLS = 150
+SERVER = ROOT / "tests" / "mcp_tool_server.py"
+
+
+def _exec_seconds(ws: Path, env: dict, tmp: Path, calls: int) -> float:
+    script = tmp / f"calls-{calls}.jsonl"
+    turns = [{"calls": [{"id": f"c{i}", "tool": "mcp__tools__echo", "args": {"text": "x"}} for i in range(calls)]}]
+    script.write_text("\n".join(json.dumps(t) for t in (turns if calls else []) + [{"text": "done"}]) + "\n")
+    config = tmp / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"tools": {"command": sys.executable, "args": [str(SERVER)]}}}))
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "scv", "exec", "--script", str(script), "--mcp-config", str(config),
+                    "-C", str(ws)], env=env, check=True, capture_output=True, timeout=300)
+    return time.perf_counter() - started
+
+
+def _sdk_per_call() -> float:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    async def run() -> float:
+        params = StdioServerParameters(command=sys.executable, args=[str(SERVER)])
+        async with stdio_client(params, errlog=open(os.devnull, "w")) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                await session.call_tool("echo", {"text": "warm"})
+                started = time.perf_counter()
+                for _ in range(CALLS):
+                    await session.call_tool("echo", {"text": "x"})
+                return (time.perf_counter() - started) / CALLS
+    return asyncio.run(run())
+
+
+def tool_calls() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp) / "ws"
+        ws.mkdir()
+        env = dict(os.environ, SCV_HOME=str(Path(tmp) / "home"))
+        _exec_seconds(ws, env, Path(tmp), 1)        # bytecode written, caches warm
+        rounds = []
+        for _ in range(3):
+            without = _exec_seconds(ws, env, Path(tmp), 0)
+            with_calls = _exec_seconds(ws, env, Path(tmp), CALLS)
+            rounds.append(((with_calls - without) / CALLS, _sdk_per_call()))
+        scv = statistics.median(a for a, _ in rounds)
+        sdk = statistics.median(b for _, b in rounds)
+    line(f"SDK client -> SDK server: one tools/call (median of 3 x {CALLS})", f"{sdk * 1e3:.2f} ms")
+    line("scv exec -> same server: one MCP tool call", f"{scv * 1e3:.2f} ms  ratio {scv / sdk:.2f}")
+
+
 def main() -> None:
+    start_up()
+    tool_calls()
+
+
+def start_up() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp) / "ws"
         ws.mkdir()
