@@ -151,3 +151,40 @@ def uncheckable(limits: Limits, who: str, output_format: str, model: str | None,
                 f"be checked; add [prices.\"{model or 'MODEL'}\"] input, cached_input and output (USD per million "
                 "tokens) to your config.toml" + ("" if model else " and name the model"))
     return None
+
+
+class Meter:
+    """A delegated call's allowance checked against its stream's usage as it arrives (in the worker).
+    `args` carries the allowance as `limits` and the model's price as `price` (see `call_fields`)."""
+
+    def __init__(self, limits: Limits, price: Price | None = None):
+        self.limits = limits
+        self.price = price
+        self.on = limits.any()
+        self.hit: LimitHit | None = None
+
+    @classmethod
+    def of(cls, args: dict[str, Any]) -> "Meter":
+        limits = msgspec.convert(args.get("limits") or {}, Limits)
+        price = args.get("price")
+        return cls(limits, msgspec.convert(price, Price) if price else None)
+
+    def check(self, usage: Usage) -> LimitHit | None:
+        """The limit `usage` reached (kept once found), or None; cheap when no limit is set."""
+        if self.on and self.hit is None:
+            self.hit = reached(self.limits, priced(usage, self.price))
+        return self.hit
+
+
+def call_fields(allowance: Limits, price: Price | None) -> dict[str, Any]:
+    """What a delegated call's worker needs to enforce its allowance."""
+    return {"limits": allowance.wire(), "price": msgspec.to_builtins(price) if price is not None else None}
+
+
+def spent(allowance: Limits) -> LimitHit | None:
+    """The ceiling already at or below zero when a call would start (the run's budget is gone)."""
+    for kind, value in ((TURNS, allowance.max_turns), (TOKENS, allowance.max_tokens),
+                        (COST, allowance.max_cost_usd)):
+        if value is not None and value <= 0:
+            return LimitHit(kind=kind, max=0, used=0)
+    return None

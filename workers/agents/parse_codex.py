@@ -55,12 +55,21 @@ class CodexJsonParser(StreamParser):
     Event = Event
 
     def lines(self, run: bytes) -> None:
+        if self.report.limited:
+            return
         try:
             events = self._decoder.decode_lines(run)
         except msgspec.DecodeError:
             super().lines(run)      # line by line: one of them is not JSON
             return
         self.report.json_lines += len(events)
+        if self.meter.on:
+            for event in events:
+                if self.report.limited:
+                    return
+                self._events((event,))
+                self.metered()
+            return
         self._events(events)
 
     def handle(self, event: Event) -> None:
@@ -109,7 +118,12 @@ class CodexJsonParser(StreamParser):
         self.report.finished = True
         usage = event.usage
         if usage is not None:
-            take_tokens(self.report.usage, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
+            ledger = self.report.usage
+            take_tokens(ledger, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
+            # Codex's input_tokens includes the cached part; the ledger counts it apart.
+            if ledger.input_tokens is not None and ledger.cached_input_tokens is not None \
+                    and ledger.cached_input_tokens <= ledger.input_tokens:
+                ledger.input_tokens -= ledger.cached_input_tokens
 
     def _failed(self, event: Event) -> None:
         self.report.finished = True

@@ -45,8 +45,8 @@ def _tool_line(name: str, args: Any) -> str:
 class PiJsonParser(StreamParser):
     Event = Event
 
-    def __init__(self, on_progress=None):
-        super().__init__(on_progress)
+    def __init__(self, on_progress=None, meter=None):
+        super().__init__(on_progress, meter)
         self._input = self._output = self._cached = 0
         self._counted = False
         self._cost = 0.0

@@ -6,7 +6,10 @@ from typing import Any, Callable
 
 import msgspec
 
+from scv.core.limits import Limits, Meter
 from scv.core.usage import Usage, as_count
+
+NO_LIMITS = Meter(Limits())
 
 # What kind of failure a structured error describes; the first four are availability failures
 # (another agent could avoid them), which the supervisor answers with a `fallback`.
@@ -23,6 +26,7 @@ class TurnReport:
     refusal: bool = False
     vendor_session: str | None = None
     finished: bool = False        # the CLI printed its final event
+    limited: bool = False         # the call's allowance was reached: the rest of the stream is not read
     json_lines: int = 0
     other_lines: int = 0
 
@@ -32,23 +36,40 @@ class StreamParser(abc.ABC):
 
     Event: type[msgspec.Struct]
 
-    def __init__(self, on_progress: Callable[[str], None] | None = None):
+    def __init__(self, on_progress: Callable[[str], None] | None = None, meter: Meter | None = None):
         self.report = TurnReport()
         self._progress = on_progress or (lambda line: None)
         self._decoder = msgspec.json.Decoder(self.Event)
+        self.meter = meter or NO_LIMITS
 
     def lines(self, run: bytes) -> None:
         """A run of complete lines: decoded in one step, or line by line if one is not JSON."""
+        if self.report.limited:
+            return
         try:
             events = self._decoder.decode_lines(run)
         except msgspec.DecodeError:
             for raw in run.split(b"\n"):
-                if raw.strip():
+                if raw.strip() and not self.report.limited:
                     self.line(raw)
             return
         self.report.json_lines += len(events)
+        if self.meter.on:
+            for event in events:
+                self.handle(event)
+                if self.metered():
+                    return
+            return
         for event in events:
             self.handle(event)
+
+    def metered(self) -> bool:
+        """After an event: whether the call's allowance is reached (then the rest is not read).
+        Usage a stream reports only with its final event (Codex's thread totals) is the caller's to check."""
+        report = self.report
+        if not report.finished and self.meter.check(report.usage) is not None:
+            report.limited = True
+        return report.limited
 
     def line(self, raw: bytes) -> None:
         try:
@@ -62,6 +83,8 @@ class StreamParser(abc.ABC):
             return
         self.report.json_lines += 1
         self.handle(event)
+        if self.meter.on:
+            self.metered()
 
     @abc.abstractmethod
     def handle(self, event: Any) -> None:
