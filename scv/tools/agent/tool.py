@@ -37,7 +37,7 @@ from scv.tools.agent.spans import agent_span, end_agent
 from scv.tools.base import BackgroundCall, Launch, Risk, ToolContext, ToolSpec, set_maximum
 
 
-_CODEX_TOTALS = ("input_tokens", "cached_input_tokens", "output_tokens")
+_RUNNING_TOTALS = {"codex": ("input_tokens", "cached_input_tokens", "output_tokens"), "claude": ("cost_usd",)}
 
 
 class AgentArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -334,17 +334,20 @@ class AgentTool(ToolSpec):
         return settings.model if settings is not None else None
 
     @staticmethod
-    def _turn_usage(conversation: Conversation, previous: dict[str, int], value: dict[str, Any]) -> None:
-        """Codex reports the running total of the whole thread after `exec resume`: keep the total,
-        and show this turn's share."""
+    def _turn_usage(conversation: Conversation, previous: dict[str, Any], value: dict[str, Any]) -> None:
+        """Codex reports the running token totals of the whole thread after `exec resume`, and a
+        resumed Claude session's total_cost_usd covers the whole session: keep the totals, and show
+        this turn's share."""
         usage = value.get("usage")
-        if conversation.agent != "codex" or not isinstance(usage, dict):
+        if conversation.agent not in _RUNNING_TOTALS or not isinstance(usage, dict):
             return
-        # Only the token counts are running totals; turns are counted per turn from the stream.
-        totals = {k: usage[k] for k in _CODEX_TOTALS if isinstance(usage.get(k), int)}
+        # Only these are running totals; turns are counted per turn from the stream.
+        keys = _RUNNING_TOTALS[conversation.agent]
+        totals = {k: usage[k] for k in keys if isinstance(usage.get(k), (int, float)) and usage[k] is not True}
         conversation.usage_total = totals
         if previous and all(totals.get(k, 0) >= v for k, v in previous.items()):
-            value["usage"] = {**usage, **{k: v - previous.get(k, 0) for k, v in totals.items()}}
+            value["usage"] = {**usage, **{k: round(v - previous.get(k, 0), 9) if isinstance(v, float)
+                                          else v - previous.get(k, 0) for k, v in totals.items()}}
 
     @staticmethod
     def _declined_note(name: str | None, offered: dict[str, OfferedAgent]) -> str:
