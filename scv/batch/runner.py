@@ -12,13 +12,16 @@ import collections
 import signal
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from scv.batch.engine import CANCELLED, LOST, Engine, Finished, Node, Progress, Started, Submission
 from scv.batch.progress import Display, Tally
 from scv.batch.results import COMPLETED, ResultSink
 from scv.batch.tasks import Task
-from scv.core.errors import EXIT_FAILED, EXIT_OK, interrupted_exit
+from scv.core.errors import EXIT_FAILED, EXIT_LIMIT, EXIT_OK, interrupted_exit
+
+if TYPE_CHECKING:
+    from scv.batch.limits import BatchLimits
 
 
 POLL_SECONDS = 0.2
@@ -43,7 +46,7 @@ class BatchRunner:
     def __init__(self, engine: Engine, tasks: list[Task], sink: ResultSink, display: Display, *, parallel: int,
                  prefer: list[str] | tuple[str, ...] = (), schedule_timeout: float | None = None, retries: int = 0,
                  skipped: int = 0, clock: Callable[[], float] = time.monotonic,
-                 force_wait: float = FORCE_WAIT_SECONDS):
+                 force_wait: float = FORCE_WAIT_SECONDS, limits: "BatchLimits | None" = None):
         self.engine = engine
         self.tasks = list(tasks)
         self.sink = sink
@@ -60,6 +63,7 @@ class BatchRunner:
         self._flights: dict[tuple[str, int], _Flight] = {}
         self._stopping_since: float | None = None
         self._forced_at: float | None = None
+        self.limits = limits            # the whole batch's --max-tokens/--max-cost-usd (scv/batch/limits.py)
 
     # --- control ------------------------------------------------------------------------------
 
@@ -72,6 +76,8 @@ class BatchRunner:
     def exit_code(self) -> int:
         if self.stopped_by is not None:
             return interrupted_exit(self.stopped_by)
+        if self.limits is not None and self.limits.hit is not None:
+            return EXIT_LIMIT
         return EXIT_OK if self.all_completed else EXIT_FAILED
 
     # --- the loop -----------------------------------------------------------------------------
@@ -86,6 +92,8 @@ class BatchRunner:
             else:
                 while pending and len(self._flights) < self.parallel:
                     submission = pending.popleft()
+                    if self._held_by_limit(submission):
+                        continue
                     self._flights[submission.key] = _Flight(submission, self.clock())
                     self.engine.submit(submission)
                 self._check_schedule(now)
@@ -98,6 +106,29 @@ class BatchRunner:
             self.all_completed = False
         self.display.final(self.tally.line(over=True) + (" (interrupted)" if self.stopped_by is not None else ""))
         return self.exit_code()
+
+    def _held_by_limit(self, submission: Submission) -> bool:
+        """Once the batch's limit is reached no task starts: it is written as `limit` instead."""
+        if self.limits is None:
+            return False
+        if self.limits.hit is None:
+            self.limits.narrow(submission.task.spec)
+            return False
+        self._write(submission.task, self.limits.not_started(), None, submission.attempt, 0.0)
+        return True
+
+    def _count_usage(self, flight: _Flight, value: dict[str, Any]) -> None:
+        """Adds a finished task's usage to the batch's; the first to reach its limit stops the others."""
+        if self.limits is None:
+            return
+        was = self.limits.hit
+        if was is not None and value.get("status") == CANCELLED:
+            self.limits.stopped(value)
+        if self.limits.add(value, flight.submission.task.spec.model) is not None and was is None:
+            # RUNNING -> LIMITED: the running tasks stop; the pending ones will be written as `limit`
+            self.display.note(f"the batch's {self.limits.hit.sentence()}; stopping the running tasks")
+            for key in list(self._flights):
+                self.engine.cancel(key)
 
     def _feasible(self) -> list[Task]:
         """Picks each task's agent; the ones no node offers fail now, before anything starts."""
@@ -182,6 +213,7 @@ class BatchRunner:
                               f"(attempt {attempt + 1} of {self.retries + 1})")
             return Submission(task, attempt + 1)
         value["status"] = status
+        self._count_usage(flight, value)
         self._finish(flight, value, node)
         return None
 
@@ -192,7 +224,10 @@ class BatchRunner:
 
     def _write(self, task: Task, value: dict[str, Any], node: Node | None, attempt: int, elapsed: float) -> None:
         status = str(value.get("status"))
+        value.setdefault("usage", None)
         self.sink.write(result_line(task, value, node, attempt, elapsed))
+        if self.limits is not None:
+            self.tally.spent = self.limits.line()
         if status == COMPLETED:
             self.tally.done += 1
         elif status == LOST:

@@ -250,8 +250,14 @@ class StdioServer:
         depth = max(params.delegation_depth, inherited_depth(dict(os.environ)))
         ctx = ToolContext(workspace=root, config=config, delegation_depth=depth,
                           skills=session_skills(root, config), channel=channel)
+        limits = None
+        if params.limits is not None:
+            from scv.core.limits import Limits
+            limits = Limits(max_turns=params.limits.max_turns, max_tokens=params.limits.max_tokens,
+                            max_cost_usd=params.limits.max_cost_usd)
         session = Session(self.supervisor, ctx, provider, emit=self.notify, asker=self._ask,
-                          auto_approve=params.auto_approve, base_prompt=params.system_prompt, trace=self.trace)
+                          auto_approve=params.auto_approve, base_prompt=params.system_prompt, trace=self.trace,
+                          limits=limits)
         self.session = session
         self._stop = threading.Event()
         self._work = work = queue.Queue()
