@@ -170,9 +170,24 @@ class Meter:
         return cls(limits, msgspec.convert(price, Price) if price else None)
 
     def check(self, usage: Usage) -> LimitHit | None:
-        """The limit `usage` reached (kept once found), or None; cheap when no limit is set."""
-        if self.on and self.hit is None:
-            self.hit = reached(self.limits, priced(usage, self.price))
+        """The limit `usage` reached (kept once found), or None; cheap when no limit is set. Called
+        for each event that grows the usage, so it compares numbers and builds nothing until a hit."""
+        if not self.on or self.hit is not None:
+            return self.hit
+        limits = self.limits
+        if limits.max_turns is not None and usage.turns >= limits.max_turns:
+            self.hit = reached(limits, usage)
+        elif limits.max_tokens is not None and (usage.input_tokens or 0) + (usage.output_tokens or 0) >= limits.max_tokens:
+            self.hit = reached(limits, usage)
+        elif limits.max_cost_usd is not None:
+            cost = usage.cost_usd
+            if cost is None and self.price is not None:
+                price = self.price
+                cached = price.cached_input if price.cached_input is not None else price.input
+                cost = ((usage.input_tokens or 0) * price.input + (usage.cached_input_tokens or 0) * cached
+                        + (usage.output_tokens or 0) * price.output) / 1_000_000
+            if cost is not None and cost >= limits.max_cost_usd:
+                self.hit = reached(limits, priced(usage, self.price))
         return self.hit
 
 

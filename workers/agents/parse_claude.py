@@ -78,6 +78,7 @@ class ClaudeStreamParser(StreamParser):
                 self._seen = (0, 0, 0)
             if isinstance(event.message.usage, dict):
                 self._message_usage(event.message.usage)
+            self.counted()
             for part in parts_of(event.message.content):
                 if part.type == "tool_use" and isinstance(part.name, str):
                     self.progress(_tool_line(part.name, part.input))

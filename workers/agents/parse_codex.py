@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from workers.agents import verdict
-from workers.agents.report import StreamParser, take_tokens
+from workers.agents.report import Limited, StreamParser, take_tokens
 
 
 class Item(msgspec.Struct, gc=False):
@@ -63,14 +63,10 @@ class CodexJsonParser(StreamParser):
             super().lines(run)      # line by line: one of them is not JSON
             return
         self.report.json_lines += len(events)
-        if self.meter.on:
-            for event in events:
-                if self.report.limited:
-                    return
-                self._events((event,))
-                self.metered()
-            return
-        self._events(events)
+        try:
+            self._events(events)
+        except Limited:
+            return      # the rest of the stream is not read: the run is being stopped
 
     def handle(self, event: Event) -> None:
         self._events((event,))
@@ -79,6 +75,8 @@ class CodexJsonParser(StreamParser):
         # One loop with the common cases inline: Codex prints many small events (a worst-case
         # stream of captured runs has about ten per KiB), and a call per event halves the speed.
         report = self.report
+        # Codex reports tokens only with turn.completed: mid-turn, only a turn limit can be reached.
+        turns_cap = self.meter.limits.max_turns if self.meter.on and self.meter.limits.max_turns else 1 << 62
         for event in events:
             kind, item = event.type, event.item
             if kind == "item.completed":
@@ -86,6 +84,8 @@ class CodexJsonParser(StreamParser):
                     continue
                 if item.type != "reasoning" and item.type != "error":
                     report.usage.turns += 1
+                    if report.usage.turns >= turns_cap:
+                        self.counted()
                 if item.type == "agent_message":
                     if isinstance(item.text, str):
                         report.reply = item.text

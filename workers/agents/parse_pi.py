@@ -89,6 +89,7 @@ class PiJsonParser(StreamParser):
             ledger.cost_usd, ledger.cost_source = self._cost, REPORTED
         else:
             ledger.cost_usd = ledger.cost_source = None
+        self.counted()
         texts = [p.text for p in parts_of(message.content) if p.type == "text" and isinstance(p.text, str)]
         if message.stopReason == "error":
             error = message.errorMessage if isinstance(message.errorMessage, str) else "pi reported a provider error"

@@ -11,6 +11,10 @@ from scv.core.usage import Usage, as_count
 
 NO_LIMITS = Meter(Limits())
 
+
+class Limited(Exception):
+    """The call's allowance is reached: the parser stops reading (raised only with a limit set)."""
+
 # What kind of failure a structured error describes; the first four are availability failures
 # (another agent could avoid them), which the supervisor answers with a `fallback`.
 SIGNIN, HTTP, QUOTA, MODEL = "signin", "http", "quota", "model"
@@ -54,22 +58,20 @@ class StreamParser(abc.ABC):
                     self.line(raw)
             return
         self.report.json_lines += len(events)
-        if self.meter.on:
+        try:
             for event in events:
                 self.handle(event)
-                if self.metered():
-                    return
-            return
-        for event in events:
-            self.handle(event)
+        except Limited:
+            return          # the rest of the stream is not read: the run is being stopped
 
-    def metered(self) -> bool:
-        """After an event: whether the call's allowance is reached (then the rest is not read).
-        Usage a stream reports only with its final event (Codex's thread totals) is the caller's to check."""
+    def counted(self) -> None:
+        """Where a parser's usage grew: with a limit set, raises Limited once the allowance is
+        reached. Usage a stream reports only with its final event (Codex's thread totals) is the
+        caller's to check, so nothing is checked once the final event arrived."""
         report = self.report
-        if not report.finished and self.meter.check(report.usage) is not None:
+        if self.meter.on and not report.finished and self.meter.check(report.usage) is not None:
             report.limited = True
-        return report.limited
+            raise Limited
 
     def line(self, raw: bytes) -> None:
         try:
@@ -82,9 +84,10 @@ class StreamParser(abc.ABC):
             self.report.other_lines += 1
             return
         self.report.json_lines += 1
-        self.handle(event)
-        if self.meter.on:
-            self.metered()
+        try:
+            self.handle(event)
+        except Limited:
+            return
 
     @abc.abstractmethod
     def handle(self, event: Any) -> None:
