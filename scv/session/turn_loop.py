@@ -282,6 +282,12 @@ def _run_call(session: TurnHost, turn_id: str, call: ToolCall, cancel: Cancellat
     approval[0] = "approved" if answers and not session.auto_approve else "auto"
     if cancel.cancelled:
         return False, {"error": "the turn was cancelled before this call ran"}
+    budget = session.ctx.budget
+    hit = budget.hit() if budget is not None else None
+    if hit is not None:
+        # A background job spent the rest of the run's budget while the approval waited: the
+        # call does not run, and the loop stops before its next model request.
+        return False, {"error": f"not run: {hit.sentence()}"}
     throttle = ProgressThrottle(lambda line: ev.emit(emit, ev.ToolProgress(turn_id=turn_id, call_id=call.id,
                                                                            line=line)))
 
