@@ -109,3 +109,16 @@ def test_a_project_may_lower_a_limit_but_not_raise_it(scv_home, looping, workspa
     proc = exec_(workspace)
     assert proc.returncode == 3, proc.stderr
     assert events(proc)[-1]["limit"] == {"kind": "turns", "max": 2, "used": 2}
+
+
+def test_a_session_start_with_a_usd_limit_and_no_price_is_refused(clients, workspace, tmp_path):
+    from tests.fakes import write_script
+    client = clients("--script", str(write_script(tmp_path / "s.jsonl", {"text": "hi"})))
+    client.request("initialize", {"protocol_version": 3})
+    failed = client.response(client.send("session.start", {"cwd": str(workspace), "limits": {"max_cost_usd": 0.5}}))
+    assert failed.error.code == -32000
+    assert "[prices" in failed.error.message and "USD limit" in failed.error.message
+    bad = client.response(client.send("session.start", {"cwd": str(workspace), "limits": {"max_turns": 0}}))
+    assert bad.error is not None
+    started = client.response(client.send("session.start", {"cwd": str(workspace), "limits": {"max_turns": 1}}))
+    assert started.error is None

@@ -186,13 +186,11 @@ def _limits(config, model: str, max_turns: int | None, max_tokens: int | None, m
     """The run's limits (the command's, lowered by none: the config's are joined by the session);
     a USD limit needs a cost: SCV's own model responses are priced from [prices] only."""
     from scv.config.load import prices_of, run_limits
-    from scv.core.limits import Limits, smaller
+    from scv.core.limits import Limits, own_cost_refusal, smaller
     limits = Limits(max_turns=max_turns, max_tokens=max_tokens, max_cost_usd=max_cost_usd)
-    joined = smaller(run_limits(config), limits)
-    if joined.max_cost_usd is not None and model not in prices_of(config):
-        raise UsageError(f"a USD limit needs the cost of this run's model {model!r}, and [prices] has no entry for it; "
-                         f"add [prices.\"{model}\"] input, cached_input and output (USD per million tokens) to your "
-                         "config.toml, or drop the USD limit")
+    why = own_cost_refusal(smaller(run_limits(config), limits), model, prices_of(config))
+    if why is not None:
+        raise UsageError(why)
     return limits
 
 

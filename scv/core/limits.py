@@ -191,6 +191,15 @@ class Meter:
         return self.hit
 
 
+def own_cost_refusal(limits: Limits, model: str, prices: dict[str, Price]) -> str | None:
+    """A session's own model responses are priced from [prices] only: a USD limit needs its entry."""
+    if limits.max_cost_usd is None or model in prices:
+        return None
+    return (f"a USD limit needs the cost of this run's model {model!r}, and [prices] has no entry for it; add "
+            f"[prices.\"{model}\"] input, cached_input and output (USD per million tokens) to your config.toml, "
+            "or drop the USD limit")
+
+
 def call_fields(allowance: Limits, price: Price | None) -> dict[str, Any]:
     """What a delegated call's worker needs to enforce its allowance."""
     return {"limits": allowance.wire(), "price": msgspec.to_builtins(price) if price is not None else None}

@@ -240,6 +240,12 @@ class StdioServer:
             root = resolve_workspace(params.cwd)
             config = load_config(root)
             provider = build_provider(config, script=self.script, model=params.model)
+            limits = None
+            if params.limits is not None:
+                from scv.core.limits import Limits
+                limits = Limits(max_turns=params.limits.max_turns, max_tokens=params.limits.max_tokens,
+                                max_cost_usd=params.limits.max_cost_usd)
+            _check_own_cost(config, provider.model, limits)
             wanted = params.channel
             channel = None if wanted is None else open_channel(wanted.kind, wanted.account, wanted.conversation,
                                                                wanted.log, wanted.keep_days, config)
@@ -250,11 +256,6 @@ class StdioServer:
         depth = max(params.delegation_depth, inherited_depth(dict(os.environ)))
         ctx = ToolContext(workspace=root, config=config, delegation_depth=depth,
                           skills=session_skills(root, config), channel=channel)
-        limits = None
-        if params.limits is not None:
-            from scv.core.limits import Limits
-            limits = Limits(max_turns=params.limits.max_turns, max_tokens=params.limits.max_tokens,
-                            max_cost_usd=params.limits.max_cost_usd)
         session = Session(self.supervisor, ctx, provider, emit=self.notify, asker=self._ask,
                           auto_approve=params.auto_approve, base_prompt=params.system_prompt, trace=self.trace,
                           limits=limits)
@@ -361,3 +362,13 @@ class StdioServer:
         if self.session is not None:
             self.session.close()
             self.session = None
+
+
+def _check_own_cost(config, model: str, limits) -> None:
+    """A USD limit (the config's or a parent's) needs the price of the session's own model."""
+    from scv.config.load import prices_of, run_limits
+    from scv.core.errors import ConfigError
+    from scv.core.limits import own_cost_refusal, smaller
+    why = own_cost_refusal(smaller(run_limits(config), limits), model, prices_of(config))
+    if why is not None:
+        raise ConfigError(why)
