@@ -86,7 +86,7 @@ def test_usd_limit_without_a_price_is_refused_before_anything_runs(scv_home, loo
     ('[prices."m"]\ninput = 1.0\noutput = 2.0\n', "cached_input"),
     ('[prices."m"]\ninput = 1.0\ncached_input = -0.1\noutput = 2.0\n', "prices.m.cached_input"),
     ('[agents.codex]\nmax_cost_usd = 1.0\n', "agents.codex"),
-    ('[agents.grok]\nmax_tokens = 10\n', "agents.grok"),
+    ('[agents.grok]\ntransport = "resume"\nmax_tokens = 10\n', "agents.grok"),
 ])
 def test_bad_limits_are_configuration_errors(scv_home, looping, workspace, config, key):
     (scv_home / "config.toml").write_text(looping.config() + "\n" + config)

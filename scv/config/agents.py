@@ -101,7 +101,10 @@ def _check_limits(name: str, descriptor: "Descriptor", settings: AgentSettings, 
                   prices: "dict[str, Price]") -> None:
     """A token or USD limit on an agent whose stream cannot show it is refused now, not at a call."""
     from scv.core.limits import uncheckable
-    fmt = "nested" if descriptor.nested else "acp" if settings.transport == "acp" else descriptor.output_format
+    # "auto" may run the ACP server (when installed): the call-time check, knowing which, is the exact one.
+    acp = settings.transport == "acp" or (settings.transport == "auto" and descriptor.acp is not None
+                                          and descriptor.output_format == "text")
+    fmt = "nested" if descriptor.nested else "acp" if acp else descriptor.output_format
     why = uncheckable(agent_limits(settings), name, fmt, settings.model, prices)
     if why is not None:
         raise ConfigError(f"{path}: agents.{name}: {why}")
