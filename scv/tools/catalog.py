@@ -36,7 +36,7 @@ LISTING: dict[str, tuple[str, str]] = {
              'with a title, URL and snippet'),
     "agent": ("delegate",
              'Hand a task to another coding agent (a delegated CLI such as Claude Code or Codex) and get one '
-             'result: agent, status (completed, failed, declined, timeout, cancelled), reply, usage, exit_code, '
+             'result: agent, status (completed, failed, declined, timeout, cancelled, limit), reply, usage, exit_code, '
              'stderr_tail, truncated, plus error, hint, note, fallback, session and turn when they apply'),
     "agent_wait": ("read_only",
              'Wait until a background agent job finishes (or the timeout passes) and return it: job, agent, '
