@@ -4,7 +4,7 @@ tests/live_fakes.py). What it does in a turn is chosen by the prompt's first wor
 by its flags. Everything it sees is appended, one JSON object a line, to `--log`.
 
 Prompts: hello, count, permission KIND PATH [always-only|none|slow], fs, slow, ignore-cancel, die,
-refuse, max, flood BYTES, auth, unknown, config. Flags: --signed-out-new, --protocol N,
+refuse, max, flood BYTES, auth, unknown, config, loop. Flags: --signed-out-new, --protocol N,
 --modes claude|claude-root|codex|claude-auto|codex-agent|none, --linger (keep running after stdin closes, like the real
 servers), --escapee (leave a setsid'd child behind).
 """
@@ -205,6 +205,22 @@ class Peer:
     async def do_slow(self, session_id, rest):
         await self._say(session_id, "working slowly\n")
         await self.cancelled.wait()
+        return schema.PromptResponse(stop_reason="cancelled")
+
+    async def do_loop(self, session_id, rest):
+        """A round of tool calls after another, without end, until SCV sends session/cancel."""
+        round_ = 0
+        while not self.cancelled.is_set():
+            round_ += 1
+            call_id = f"loop-{round_}"
+            await self.conn.session_update(session_id, acp.start_tool_call(call_id, f"step {round_}", kind="read"))
+            await self.conn.session_update(session_id, acp.update_tool_call(call_id, status="completed"))
+            log("round", n=round_)
+            await self._say(session_id, f"round {round_}\n")
+            try:
+                await asyncio.wait_for(self.cancelled.wait(), 0.02)
+            except asyncio.TimeoutError:
+                pass
         return schema.PromptResponse(stop_reason="cancelled")
 
     async def do_ignore_cancel(self, session_id, rest):

@@ -162,9 +162,9 @@ def make_runner(supervisor, workspace):
     """make_runner(config=None, approver=approve_all, workspace=None) -> ToolRunner"""
     opened = []
 
-    def make(config: Config | None = None, approver=approve_all, root: Path | None = None) -> ToolRunner:
+    def make(config: Config | None = None, approver=approve_all, root: Path | None = None, budget=None) -> ToolRunner:
         root = root or workspace
-        ctx = ToolContext(workspace=root, config=config or load_config(root))
+        ctx = ToolContext(workspace=root, config=config or load_config(root), budget=budget)
         agents = open_agent_session(ctx.config, scv_home_path())
         opened.append(agents)
         return ToolRunner(supervisor, build_registry(ctx, Services(agents=agents)), ctx, approver)

@@ -58,6 +58,8 @@ def test_claude_reply_usage_and_conversation_across_turns(agents, make_runner):
     claude.replay("claude", "resume_turn2")
     ok, second = call(runner, {"session": "claude-1", "prompt": "and again"})
     assert ok and second["session"] == "claude-1" and second["turn"] == 2
+    # A resumed session's total_cost_usd (0.000288) covers both turns: the result shows this turn's.
+    assert second["usage"]["cost_usd"] == pytest.approx(0.000144)
     resumed = claude.calls()[1]
     # The second turn resumes the session the CLI reported, not the id SCV chose for turn 1.
     assert resumed[4:6] == ["--resume", "4e992a71-04ed-45bb-a2db-bf4813e00ce4"]
@@ -78,7 +80,7 @@ def test_codex_resume_argument_order_and_turn_usage(agents, make_runner):
     assert ok and second["turn"] == 2
     assert codex.calls()[1][4:] == ["resume", "01a23691-2d39-76f3-96e6-26722adb2aab", "more"]
     # Codex reports the thread's running total after resume; the result shows this turn's share.
-    assert second["usage"] == {"turns": 1, "input_tokens": 120, "output_tokens": 8, "cached_input_tokens": 20,
+    assert second["usage"] == {"turns": 1, "input_tokens": 100, "output_tokens": 8, "cached_input_tokens": 20,
                                "cost_usd": None, "cost_source": None}
 
 

@@ -173,7 +173,8 @@ def test_the_final_tally_gives_the_real_rate_of_a_batch_shorter_than_a_second(tm
     proc = run_scv("batch", str(write_tasks(tmp_path / "b.jsonl", "one", "two")), "--parallel", "2", "--quiet",
                    "-C", str(workspace))
     assert proc.returncode == 0, proc.stderr
-    tally = re.fullmatch(r"scv batch: 2/2 done, 0 running, 0 failed, 0 lost, ([0-9.]+) s, ([0-9.]+) tasks/s",
+    tally = re.fullmatch(r"scv batch: 2/2 done, 0 running, 0 failed, 0 lost, ([0-9.]+) s, ([0-9.]+) tasks/s"
+                             r"; usage: 2 turns, tokens unknown, cost unknown",
                          proc.stderr.strip())
     assert tally, proc.stderr
     elapsed, rate = float(tally.group(1)), float(tally.group(2))

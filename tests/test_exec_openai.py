@@ -45,7 +45,8 @@ def test_tool_call_round_trip(scv_home, fake, workspace, wire_api):
     assert "assistant.delta" in kinds and "tool.started" in kinds
     done = seen[-1]
     assert done["reply"] == "The notes say 42."
-    assert done["usage"] == {"input_tokens": 250, "output_tokens": 30, "total_tokens": 280}
+    assert {k: done["usage"][k] for k in ("input_tokens", "output_tokens", "total_tokens", "turns")} == \
+        {"input_tokens": 250, "output_tokens": 30, "total_tokens": 280, "turns": 2}
     completed = next(e for e in seen if e["type"] == "tool.completed")
     assert completed["ok"] and completed["result"]["content"] == "the answer is 42\n"
     first, second = fake.requests

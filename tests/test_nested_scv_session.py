@@ -102,8 +102,9 @@ def test_two_turns_on_one_nested_scv_with_its_approvals_relayed(nested, workspac
     assert inner["workspace"] == str(workspace) == outer["workspace"]
     first = nested.completed()
     assert first["ok"] is True
+    # Two model responses of the nested SCV: the bash call, then the reply.
     assert first["result"] == {"agent": "scv", "status": "completed", "reply": "the file is made",
-                               "usage": {"turns": 1, "input_tokens": 20, "cached_input_tokens": None,
+                               "usage": {"turns": 2, "input_tokens": 20, "cached_input_tokens": None,
                                          "output_tokens": 10, "cost_usd": None, "cost_source": None},
                                "session": "scv-1", "turn": 1}
     assert (workspace / "made-by-nested.txt").read_text() == "nested\n"

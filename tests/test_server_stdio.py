@@ -27,7 +27,8 @@ def test_handshake_turn_and_events(clients, workspace, tmp_path):
     turn = client.request("turn.start", {"prompt": "read f.txt"})
     done = client.until("turn.completed")
     assert done.params["reply"] == "it says data" and done.params["turn_id"] == turn["turn_id"]
-    assert set(done.params["usage"]) == {"input_tokens", "output_tokens", "total_tokens"}
+    assert set(done.params["usage"]) == {"turns", "input_tokens", "cached_input_tokens", "output_tokens", "cost_usd",
+                                         "cost_source", "total_tokens"}
     assert "origin" not in done.params
     methods = [m.method for m in client.seen if m.method]
     assert methods[0] == "turn.started"

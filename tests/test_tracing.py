@@ -155,9 +155,17 @@ def test_a_collector_that_never_answers_costs_the_bounded_flush_and_one_line(tmp
         silent.close()
     assert code == 0
     assert ended - printed < 10, f"exit came {ended - printed:.1f} s after the result"
-    lines = err.splitlines()
+    lines = telemetry_lines(err)
     assert len(lines) == 1 and lines[0].startswith("scv: telemetry: "), err
     assert "dropped" in lines[0] and silent.endpoint in lines[0]
+
+
+def telemetry_lines(stderr: str) -> list[str]:
+    """stderr without the run's closing usage line, which every scv exec prints (docs/limits.md)."""
+    lines = stderr.splitlines()
+    usage = [line for line in lines if line.startswith("scv: usage: ")]
+    assert len(usage) == 1, stderr
+    return [line for line in lines if line not in usage]
 
 
 def _untraced(tmp_path, workspace, env) -> subprocess.CompletedProcess:
@@ -168,7 +176,7 @@ def _untraced(tmp_path, workspace, env) -> subprocess.CompletedProcess:
 def test_grpc_is_one_line_and_the_run_goes_untraced(receiver, tmp_path, workspace):
     proc = _untraced(tmp_path, workspace, traced_env(receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL="grpc"))
     assert proc.returncode == 0 and proc.stdout.strip() == "finished"
-    lines = proc.stderr.splitlines()
+    lines = telemetry_lines(proc.stderr)
     assert len(lines) == 1 and lines[0].startswith("scv: telemetry: ") and "grpc" in lines[0], proc.stderr
     assert receiver.exports == []
 
@@ -182,7 +190,7 @@ def test_without_the_extra_one_line_names_it(tmp_path, workspace):
     env["PYTHONPATH"] = f"{blocker.parent}{os.pathsep}{env['PYTHONPATH']}"
     proc = _untraced(tmp_path, workspace, env)
     assert proc.returncode == 0 and proc.stdout.strip() == "finished"
-    lines = proc.stderr.splitlines()
+    lines = telemetry_lines(proc.stderr)
     assert len(lines) == 1 and lines[0].startswith("scv: telemetry: ") and "scv[otel]" in lines[0], proc.stderr
 
 

@@ -114,7 +114,9 @@ def test_provider_error_fails_the_turn_with_its_sentence(supervisor, workspace):
     outcome = session.run_turn("go", cancel=Cancellation())
     assert outcome.status == "failed" and outcome.reason == "provider"
     assert seen[-1] == ("turn.failed", {"turn_id": "turn-1", "reason": "provider", "error": "provider fake broke",
-                                        "usage": {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}})
+                                        "usage": {"turns": 0, "input_tokens": None, "cached_input_tokens": None,
+                                                  "output_tokens": None, "cost_usd": None, "cost_source": None,
+                                                  "total_tokens": None}})
 
 
 def test_an_internal_error_fails_only_its_turn(supervisor, workspace, capsys):

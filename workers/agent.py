@@ -11,6 +11,7 @@ import shutil
 from typing import Callable
 
 from scv.core.agents.descriptors import DESCRIPTORS
+from scv.core.limits import Meter
 from scv.core.lines import LineSplitter
 from scv.core.messages import AgentPrivate, AgentResult
 from workers.agents import tracking
@@ -68,7 +69,8 @@ def _run(args, ctx, descriptor, argv, cwd, env, run, keeper: RecordKeeper, outfi
     token = ResultGraceToken(ctx.token)
     throttle = AgentProgress(ctx.progress, start_timer=lambda delay, due: _wake(token, delay, due))
     parser_class = PARSERS.get(descriptor.output_format)
-    parser = parser_class(throttle.offer) if parser_class else None
+    meter = Meter.of(args)
+    parser = parser_class(throttle.offer, meter) if parser_class else None
     splitter = LineSplitter(parser.lines) if parser else None
     stdout, stderr = Head(call.output_limit_bytes), Tail(2048)
     pids: list[int] = []
@@ -81,6 +83,8 @@ def _run(args, ctx, descriptor, argv, cwd, env, run, keeper: RecordKeeper, outfi
                 token.arm()
             else:
                 token.disarm()
+            if parser.report.limited:
+                token.stop_for_limit()
 
     def on_start(pid: int) -> None:
         pids.append(pid)
@@ -126,6 +130,9 @@ def _run(args, ctx, descriptor, argv, cwd, env, run, keeper: RecordKeeper, outfi
     confined = sandbox.field(stderr.text())
     if confined is not None:
         result.sandbox = confined
+    if token.limited and meter.hit is not None:
+        result.status, result.reply, result.limit = "limit", "", meter.hit.wire()
+        raise ToolFailure.of(f"{agent} was stopped: {meter.hit.sentence()}", result)
     if keeper.killed and decision.status != "completed":
         result.status = "cancelled"
         raise ToolFailure.of(f"{agent} was stopped by scv agents kill", result)

@@ -68,7 +68,7 @@ class Conversation:
     new_vendor_id: str | None = None  # an id SCV chose for the first turn (Claude Code)
     turns: int = 0
     state: ConversationState = ConversationState.NEW
-    usage_total: dict[str, int] = field(default_factory=dict)
+    usage_total: dict[str, float] = field(default_factory=dict)     # running totals a CLI reports (tool.py)
     live: LiveResource | None = None    # the live worker serving it, on a live backend
 
     @property

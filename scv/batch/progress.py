@@ -27,6 +27,7 @@ class Tally:
     lost: int = 0
     running: int = 0
     started_at: float = field(default_factory=time.monotonic)
+    spent: str = ""             # the batch's usage total, when it counts one (scv/batch/limits.py)
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started_at
@@ -38,7 +39,7 @@ class Tally:
         finished_here = self.done + self.failed + self.lost
         rate = finished_here / elapsed if elapsed >= 1.0 or (over and elapsed > 0) else 0.0
         return (f"scv batch: {self.done + self.skipped}/{self.total} done, {self.running} running, {self.failed} "
-                f"failed, {self.lost} lost, {elapsed:.1f} s, {rate:.2f} tasks/s")
+                f"failed, {self.lost} lost, {elapsed:.1f} s, {rate:.2f} tasks/s" + (f"; {self.spent}" if self.spent else ""))
 
 
 def _who(task_id: str, node: Node | None) -> str:

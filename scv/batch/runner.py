@@ -14,14 +14,17 @@ import collections
 import signal
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from scv.batch.engine import CANCELLED, LOST, Engine, Finished, Node, Progress, Started, Submission
 from scv.batch.progress import Display, Tally
 from scv.batch.quota import QuotaGate
 from scv.batch.results import COMPLETED, ResultSink
 from scv.batch.tasks import Task
-from scv.core.errors import EXIT_FAILED, EXIT_OK, interrupted_exit
+from scv.core.errors import EXIT_FAILED, EXIT_LIMIT, EXIT_OK, interrupted_exit
+
+if TYPE_CHECKING:
+    from scv.batch.limits import BatchLimits
 
 
 POLL_SECONDS = 0.2
@@ -46,7 +49,8 @@ class BatchRunner:
     def __init__(self, engine: Engine, tasks: list[Task], sink: ResultSink, display: Display, *, parallel: int,
                  prefer: list[str] | tuple[str, ...] = (), schedule_timeout: float | None = None, retries: int = 0,
                  skipped: int = 0, clock: Callable[[], float] = time.monotonic,
-                 force_wait: float = FORCE_WAIT_SECONDS, quota: QuotaGate | None = None):
+                 force_wait: float = FORCE_WAIT_SECONDS, quota: QuotaGate | None = None,
+                 limits: "BatchLimits | None" = None):
         self.engine = engine
         self.tasks = list(tasks)
         self.sink = sink
@@ -64,6 +68,7 @@ class BatchRunner:
         self._flights: dict[tuple[str, int], _Flight] = {}
         self._stopping_since: float | None = None
         self._forced_at: float | None = None
+        self.limits = limits            # the whole batch's --max-tokens/--max-cost-usd (scv/batch/limits.py)
 
     # --- control ------------------------------------------------------------------------------
 
@@ -76,6 +81,8 @@ class BatchRunner:
     def exit_code(self) -> int:
         if self.stopped_by is not None:
             return interrupted_exit(self.stopped_by)
+        if self.limits is not None and self.limits.hit is not None:
+            return EXIT_LIMIT
         return EXIT_OK if self.all_completed else EXIT_FAILED
 
     # --- the loop -----------------------------------------------------------------------------
@@ -89,9 +96,14 @@ class BatchRunner:
                     break
             else:
                 while pending and len(self._flights) < self.parallel:
-                    submission = self._next_ready(pending)
-                    if submission is None:
-                        break       # every queued task's agent is paused
+                    if self.limits is not None and self.limits.hit is not None:
+                        submission = pending.popleft()      # written as `limit` below, paused or not
+                    else:
+                        submission = self._next_ready(pending)
+                        if submission is None:
+                            break       # every queued task's agent is paused
+                    if self._held_by_limit(submission):
+                        continue
                     self._flights[submission.key] = _Flight(submission, self.clock())
                     self.engine.submit(submission)
                 self._check_schedule(now)
@@ -114,6 +126,28 @@ class BatchRunner:
                 del pending[index]
                 return submission if task is submission.task else Submission(task, submission.attempt)
         return None
+    def _held_by_limit(self, submission: Submission) -> bool:
+        """Once the batch's limit is reached no task starts: it is written as `limit` instead."""
+        if self.limits is None:
+            return False
+        if self.limits.hit is None:
+            self.limits.narrow(submission.task.spec)
+            return False
+        self._write(submission.task, self.limits.not_started(), None, submission.attempt, 0.0)
+        return True
+
+    def _count_usage(self, flight: _Flight, value: dict[str, Any]) -> None:
+        """Adds a finished task's usage to the batch's; the first to reach its limit stops the others."""
+        if self.limits is None:
+            return
+        was = self.limits.hit
+        if was is not None and value.get("status") == CANCELLED:
+            self.limits.stopped(value)
+        if self.limits.add(value, flight.submission.task.spec.model) is not None and was is None:
+            # RUNNING -> LIMITED: the running tasks stop; the pending ones will be written as `limit`
+            self.display.note(f"the batch's {self.limits.hit.sentence()}; stopping the running tasks")
+            for key in list(self._flights):
+                self.engine.cancel(key)
 
     def _feasible(self) -> list[Task]:
         """Picks each task's agent; the ones no node offers fail now, before anything starts."""
@@ -204,6 +238,7 @@ class BatchRunner:
         else:
             status = str(value.get("status") or status)     # `quota` once it waited as long as it may
         value["status"] = status
+        self._count_usage(flight, value)
         self._finish(flight, value, node)
         return None
 
@@ -214,7 +249,10 @@ class BatchRunner:
 
     def _write(self, task: Task, value: dict[str, Any], node: Node | None, attempt: int, elapsed: float) -> None:
         status = str(value.get("status"))
+        value.setdefault("usage", None)
         self.sink.write(result_line(task, value, node, attempt, elapsed))
+        if self.limits is not None:
+            self.tally.spent = self.limits.line()
         if status == COMPLETED:
             self.tally.done += 1
         elif status == LOST:

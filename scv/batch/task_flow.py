@@ -89,7 +89,8 @@ class TaskFlow:
         for number in range(1, attempts + 1):
             if number > 1:
                 on_progress(f"attempt {number} of {attempts}")
-            ok, value = self.calls.run(runner, prepared, cancel, on_progress, task.spec.id)
+            from scv.batch.limits import with_line_limits
+            ok, value = self.calls.run(runner, with_line_limits(prepared, spec), cancel, on_progress, task.spec.id)
             if not spec.verify or cancel.cancelled or str(value.get("status") or COMPLETED) != COMPLETED or not ok:
                 return ok, value
             checks = self._checks(spec.verify, spec.verify_timeout_seconds or DEFAULT_VERIFY_TIMEOUT, folder, cancel,

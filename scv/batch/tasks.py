@@ -34,6 +34,10 @@ class TaskLine(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     verify: list[str] | None = None     # commands that must all exit 0 after the agent
     verify_timeout_seconds: Annotated[int, Meta(ge=1)] | None = None
     attempts: Annotated[int, Meta(ge=1, le=20)] | None = None
+    # This task's limits (docs/limits.md), with its agent's [agents.NAME] ones the smaller.
+    max_turns: Annotated[int, Meta(ge=1)] | None = None
+    max_tokens: Annotated[int, Meta(ge=1)] | None = None
+    max_cost_usd: Annotated[float, Meta(gt=0)] | None = None
 
     def agent_args(self) -> dict[str, Any]:
         fields = ("prompt", "agent", "cwd", "model", "effort", "timeout_seconds", "schema")
@@ -65,7 +69,8 @@ def _explain(error: msgspec.ValidationError) -> str:
     unknown = re.match(r"Object contains unknown field `([^`]+)`", text)
     if unknown:
         return (f"unknown field {unknown.group(1)!r} (a task takes id, prompt, agent, cwd, model, effort, "
-                "timeout_seconds, schema, isolate, base, verify, verify_timeout_seconds, attempts)")
+                "timeout_seconds, schema, isolate, base, verify, verify_timeout_seconds, attempts, max_turns, "
+                "max_tokens, max_cost_usd)")
     missing = re.match(r"Object missing required field `([^`]+)`", text)
     if missing:
         return f"the field {missing.group(1)!r} is missing"

@@ -58,6 +58,10 @@ RAY_ONLY = ("address", "token_file", "schedule_timeout", "retries", "detach", "c
 @click.option("--fallback", default=None, metavar="AGENTS",
               help="Run a paused agent's tasks on the first of these agents that is free, such as claude,pi "
                    "(without the line's model and effort).")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=None, metavar="N",
+              help="The whole batch's token limit (input plus output): once reached no task starts (exit status 3).")
+@click.option("--max-cost-usd", type=click.FloatRange(min=0, min_open=True), default=None, metavar="USD",
+              help="The whole batch's USD limit (reported, or from [prices]): once reached no task starts.")
 @click.option("--run-one", is_flag=True, hidden=True, help="Run one task read as JSON on stdin (docs/batch.md).")
 @click.option("-C", "--workspace", "workspace", metavar="DIR", default=None,
               help="The workspace (default: the current directory).")
@@ -65,8 +69,8 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
                   address: str | None, token_file: Path | None, schedule_timeout: float | None,
                   retries: int | None, detach: bool, cancel: bool, isolate: str | None, verify: tuple[str, ...],
                   verify_timeout_seconds: int | None, rerun: str | None, report: Path | None,
-                  quota_wait: float | None, quota_backoff: float | None, fallback: str | None, run_one: bool,
-                  workspace: str | None) -> None:
+                  quota_wait: float | None, quota_backoff: float | None, fallback: str | None,
+                  max_tokens: int | None, max_cost_usd: float | None, run_one: bool, workspace: str | None) -> None:
     """Run a batch of delegated agent calls: FILE has one JSON object per line with an id, a prompt
     and optionally agent, cwd, model, effort, timeout_seconds, and the batch's own isolate, base,
     verify, verify_timeout_seconds and attempts (docs/batch.md).
@@ -80,6 +84,7 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
       1    some task failed, was lost, declined, timed out, cancelled, ended `quota` (its agent's
            usage limit outlasted --quota-wait), or had no node for its agent
       2    bad input or configuration (reported with line numbers); nothing started
+      3    the batch's --max-tokens or --max-cost-usd was reached: later tasks did not start
       130  interrupted by SIGINT, 143 by SIGTERM; running tasks were cancelled
     """
     if run_one:
@@ -89,8 +94,9 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
         if file is None:
             raise UsageError("name the batch FILE (one JSON object per line)")
         if engine == "ray":
-            if isolate or verify or verify_timeout_seconds or report or rerun:
-                raise UsageError("--isolate, --verify, --verify-timeout-seconds, --rerun and --report are for the local "
+            if isolate or verify or verify_timeout_seconds or report or rerun or max_tokens or max_cost_usd:
+                raise UsageError("--isolate, --verify, --verify-timeout-seconds, --rerun, --report, --max-tokens and "
+                                 "--max-cost-usd are for the local "
                                  "engine; with --engine ray give isolate and verify as line fields, and run "
                                  "scv batch-report on the output")
             quota = _quota_gate(quota_wait, quota_backoff, fallback)
@@ -110,7 +116,7 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
                                  "--engine ray or leave them out")
             code = _local(file, output, parallel, quiet, workspace, isolate, list(verify) or None,
                           verify_timeout_seconds, results_module.parse_rerun(rerun), report,
-                          _quota_gate(quota_wait, quota_backoff, fallback))
+                          _quota_gate(quota_wait, quota_backoff, fallback), _batch_limits(max_tokens, max_cost_usd))
     except ScvError as err:
         click.echo(f"scv: {err}", err=True)
         code = err.exit_code
@@ -119,9 +125,14 @@ def batch_command(file: Path | None, engine: str, parallel: int | None, output: 
     sys.exit(code)
 
 
+def _batch_limits(max_tokens: int | None, max_cost_usd: float | None):
+    from scv.core.limits import Limits
+    return Limits(max_tokens=max_tokens, max_cost_usd=max_cost_usd)
+
+
 def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, workspace: str | None,
            isolate: str | None, verify: list[str] | None, verify_timeout_seconds: int | None,
-           rerun: frozenset[str] | None, report: Path | None, quota: QuotaGate) -> int:
+           rerun: frozenset[str] | None, report: Path | None, quota: QuotaGate, limits=None) -> int:
     from scv.batch import results
     from scv.batch.line_options import LineOptions
     from scv.batch.local_engine import AgentCalls, LocalEngine
@@ -142,11 +153,15 @@ def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, w
         lines = LineOptions(calls.ctx.workspace, batch_name(output), isolate, verify, verify_timeout_seconds,
                             recorded=results.recorded_bases(output))
         batch = tasks.load(file, calls.prepare, lines.check)
+        from scv.batch.limits import BatchLimits, check_batch
+        from scv.config.load import prices_of
+        check_batch(batch, limits)
         sink, todo, skipped = open_output(output, batch, rerun)
         engine = LocalEngine(calls, limit, batch=lines.batch)
         quota.retarget = lambda task, agent: move_to(task, agent, calls.prepare)
         runner = BatchRunner(engine, todo, sink, progress.choose(sys.stderr, quiet), parallel=limit,
-                             prefer=calls.config.agent.prefer, skipped=skipped, quota=quota)
+                             prefer=calls.config.agent.prefer, skipped=skipped, quota=quota,
+                             limits=BatchLimits(limits, prices_of(calls.config)))
         try:
             code = drive(runner, sink)
         finally:

@@ -19,7 +19,8 @@ import msgspec
 from scv.commands.options import workspace_option
 from scv.core import events as ev
 from scv.core.cancellation import Cancellation
-from scv.core.errors import (EXIT_FAILED, EXIT_OK, EXIT_SCHEMA_INVALID, EXIT_TIMEOUT, EXIT_USAGE, RefusedError, ScvError,
+from scv.core.limits import usage_line
+from scv.core.errors import (EXIT_FAILED, EXIT_LIMIT, EXIT_OK, EXIT_SCHEMA_INVALID, EXIT_TIMEOUT, EXIT_USAGE, RefusedError, ScvError,
                              UsageError, interrupted_exit)
 from scv.core.risk import Risk
 from scv.core.signals import on_stop_signals
@@ -58,6 +59,8 @@ class Output:
                 click.echo(f"scv: {params['tool']}: {what[:157] + '...' if len(what) > 160 else what}", err=True)
             elif name == ev.TOOL_COMPLETED and not params["ok"]:
                 click.echo(f"scv:   failed: {params['result'].get('error', '')}", err=True)
+            elif name == ev.TURN_COMPLETED and "limit" in params:
+                pass                    # stopped by a limit: no reply; the exit status and stderr say which
             elif name == ev.TURN_COMPLETED and not self.structured:
                 click.echo(params["reply"])
             elif name == ev.TURN_COMPLETED and "structured" in params:
@@ -116,9 +119,16 @@ class _ExecCommand(click.Command):
 @click.option("--mcp-config", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
               help='MCP servers to use as tools, in the {"mcpServers": {...}} JSON other hosts use (besides '
                    "[mcp_servers] in the user's config.toml; see docs/mcp.md).")
+@click.option("--max-turns", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Stop the run after N model responses, delegated agents' included (exit status 3).")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Stop the run once it has used N input plus output tokens, delegated agents' included.")
+@click.option("--max-cost-usd", type=click.FloatRange(min=0, min_open=True), default=None, metavar="USD",
+              help="Stop the run once it has cost this many US dollars (reported, or from [prices]).")
 @workspace_option
 def exec_command(prompt: str | None, script: Path | None, as_json: bool, timeout: float | None, model: str | None,
-                 auto_approve: bool, output_schema: Path | None, mcp_config: Path | None, workspace: str | None) -> None:
+                 auto_approve: bool, output_schema: Path | None, mcp_config: Path | None, max_turns: int | None,
+                 max_tokens: int | None, max_cost_usd: float | None, workspace: str | None) -> None:
     """Run one headless turn: the model calls tools until it replies; the reply goes to stdout.
 
     PROMPT is the task; "-" reads it from stdin. With --script the prompt is optional.
@@ -129,6 +139,7 @@ def exec_command(prompt: str | None, script: Path | None, as_json: bool, timeout
       1    the turn failed (provider error, turn limit, script ran out)
       2    bad usage or configuration (an unusable --output-schema too, or a required MCP server that did not
            start); nothing ran
+      3    a limit (--max-turns, --max-tokens, --max-cost-usd, [limits]) stopped the run
       4    schema_invalid: with --output-schema, the reply did not validate after one repair turn
       124  timed out (--timeout); the running call was cancelled
       130  interrupted by SIGINT, 143 by SIGTERM; the running call was cancelled
@@ -152,6 +163,7 @@ def exec_command(prompt: str | None, script: Path | None, as_json: bool, timeout
             from scv.config.load import user_config_path
             from scv.config.mcp import servers
             mcp_servers = servers(ctx.config.mcp_servers, mcp_config, str(user_config_path()))
+        limits = _limits(ctx.config, provider.model, max_turns, max_tokens, max_cost_usd)
     except ScvError as err:
         out.error(err)
         sys.exit(EXIT_USAGE if err.exit_code == 2 else err.exit_code)
@@ -173,17 +185,31 @@ def exec_command(prompt: str | None, script: Path | None, as_json: bool, timeout
             mcp = LiveMcpServers(supervisor, mcp_servers, ctx, out.emit)
         try:
             session = Session(supervisor, ctx, provider, emit=out.emit, asker=_asker(prompt_from_stdin),
-                              auto_approve=auto_approve, output_instruction=instruction, trace=run.span, mcp=mcp)
+                              auto_approve=auto_approve, output_instruction=instruction, trace=run.span, mcp=mcp,
+                              limits=limits)
         except ScvError as err:     # a required MCP server did not start: the model never ran
             out.error(err)
             code = EXIT_USAGE if err.exit_code == 2 else err.exit_code
         else:
             code = _run(session, prompt, timeout, sent, lambda: _deferred_start(supervisor), schema)
+            click.echo(f"scv: {usage_line(session.budget.used())}", err=True)
     finally:
         supervisor.close()
         run.span.set({"scv.exit_code": code})
         run.finish(None if code == EXIT_OK else f"exit status {code}")
     sys.exit(code)
+
+
+def _limits(config, model: str, max_turns: int | None, max_tokens: int | None, max_cost_usd: float | None):
+    """The run's limits (the command's, lowered by none: the config's are joined by the session);
+    a USD limit needs a cost: SCV's own model responses are priced from [prices] only."""
+    from scv.config.load import prices_of, run_limits
+    from scv.core.limits import Limits, own_cost_refusal, smaller
+    limits = Limits(max_turns=max_turns, max_tokens=max_tokens, max_cost_usd=max_cost_usd)
+    why = own_cost_refusal(smaller(run_limits(config), limits), model, prices_of(config))
+    if why is not None:
+        raise UsageError(why)
+    return limits
 
 
 def _schema(path: Path) -> dict[str, Any]:
@@ -279,4 +305,8 @@ def _run_turns(session: Session, prompt: str, timeout: float | None, cancel: Can
         return EXIT_TIMEOUT
     if outcomes and outcomes[-1].reason == "schema_invalid":
         return EXIT_SCHEMA_INVALID
+    hit = next((o.limit for o in outcomes if o.status == "limit"), None)
+    if hit is not None:
+        click.echo(f"scv: stopped: {hit.sentence()} (limit {hit.kind}); the conversation is kept", err=True)
+        return EXIT_LIMIT
     return EXIT_OK if outcomes and all(o.status == "completed" for o in outcomes) else EXIT_FAILED

@@ -11,6 +11,8 @@ from msgspec import Meta
 
 from scv.core.agents.options import check_model
 from scv.core.errors import ConfigError, RefusedError
+from scv.core.limits import Limits
+from scv.core.usage import Price
 
 if TYPE_CHECKING:     # the agent catalog loads only when a config names an agent
     from scv.core.agents.descriptors import Descriptor
@@ -43,6 +45,10 @@ class AgentSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     args: list[str] | None = None           # its fixed arguments instead of the built-in ones
     sandbox: SandboxMode | None = None      # None: as [tools] sandbox; "off" exempts this agent
     sandbox_network: bool | None = None     # None: as [tools] sandbox_network (an agent calls its provider)
+    # Each call's ceilings (docs/limits.md); the run's budget left may lower them further.
+    max_turns: PositiveInt | None = None
+    max_tokens: PositiveInt | None = None
+    max_cost_usd: Annotated[float, Meta(gt=0)] | None = None
 
 
 MAX_USE_FOR_BYTES = 500
@@ -53,7 +59,8 @@ def _known() -> str:
     return ", ".join(DESCRIPTORS)
 
 
-def check_agent_settings(agent: AgentConfig, agents: dict[str, AgentSettings], path: Path) -> None:
+def check_agent_settings(agent: AgentConfig, agents: dict[str, AgentSettings], path: Path,
+                         prices: "dict[str, Price] | None" = None) -> None:
     if not (agent.prefer or agents):
         return      # nothing names an agent: the catalog need not be loaded
     from scv.core.agents.descriptors import DESCRIPTORS
@@ -81,6 +88,26 @@ def check_agent_settings(agent: AgentConfig, agents: dict[str, AgentSettings], p
                 raise ConfigError(f"{path}: agents.{name}.effort is set, but {name} does not take an effort; "
                                   "remove it")
         _check_transport(name, descriptor, settings, path)
+        _check_limits(name, descriptor, settings, path, prices or {})
+
+
+def agent_limits(settings: "AgentSettings | None") -> Limits:
+    if settings is None:
+        return Limits()
+    return Limits(max_turns=settings.max_turns, max_tokens=settings.max_tokens, max_cost_usd=settings.max_cost_usd)
+
+
+def _check_limits(name: str, descriptor: "Descriptor", settings: AgentSettings, path: Path,
+                  prices: "dict[str, Price]") -> None:
+    """A token or USD limit on an agent whose stream cannot show it is refused now, not at a call."""
+    from scv.core.limits import uncheckable
+    # "auto" may run the ACP server (when installed): the call-time check, knowing which, is the exact one.
+    acp = settings.transport == "acp" or (settings.transport == "auto" and descriptor.acp is not None
+                                          and descriptor.output_format == "text")
+    fmt = "nested" if descriptor.nested else "acp" if acp else descriptor.output_format
+    why = uncheckable(agent_limits(settings), name, fmt, settings.model, prices)
+    if why is not None:
+        raise ConfigError(f"{path}: agents.{name}: {why}")
 
 
 def _check_transport(name: str, descriptor: "Descriptor", settings: AgentSettings, path: Path) -> None:

@@ -5,6 +5,7 @@ with the repository, so it must not loosen approvals, pick providers or agents, 
 network.
 """
 
+import math
 import os
 import re
 from pathlib import Path
@@ -17,6 +18,8 @@ from scv.config.mcp import McpServerConfig
 from scv.config.agents import AgentConfig, AgentSettings, SandboxMode, check_agent_settings
 from scv.config.web import WebConfig
 from scv.core.errors import ConfigError
+from scv.core.limits import Limits
+from scv.core.usage import Price
 
 PositiveInt = Annotated[int, Meta(ge=1)]
 
@@ -85,6 +88,24 @@ class TelemetryConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     content: bool = False           # prompt, reply and argument text on spans
 
 
+PositiveFloat = Annotated[float, Meta(gt=0)]
+Rate = Annotated[float, Meta(ge=0)]
+
+
+class LimitsConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """[limits]: every run's ceilings (docs/limits.md); a project file may only lower one or set an unset one."""
+    max_turns: PositiveInt | None = None
+    max_tokens: PositiveInt | None = None
+    max_cost_usd: PositiveFloat | None = None
+
+
+class PriceConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """[prices."model"]: USD per million tokens; SCV ships none (they go stale)."""
+    input: Rate
+    cached_input: Rate
+    output: Rate
+
+
 class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     tools: ToolsConfig = msgspec.field(default_factory=ToolsConfig)
     provider: ProviderSelect = msgspec.field(default_factory=ProviderSelect)
@@ -97,6 +118,8 @@ class Config(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     batch: BatchConfig = msgspec.field(default_factory=BatchConfig)
     telemetry: TelemetryConfig = msgspec.field(default_factory=TelemetryConfig)
     mcp_servers: dict[str, McpServerConfig] = {}      # the user's alone (docs/mcp.md)
+    limits: LimitsConfig = msgspec.field(default_factory=LimitsConfig)
+    prices: dict[str, PriceConfig] = {}
 
 
 # Keys a project's .scv/config.toml may set; everything else is the user's alone.
@@ -107,6 +130,9 @@ PROJECT_KEYS = {
     ("tools", "approval_policy"),   # only to tighten it: checked below
     ("tools", "sandbox"),           # only to tighten it
     ("tools", "sandbox_network"),   # only to turn it off
+    ("limits", "max_turns"),        # only to set an unset one or lower one
+    ("limits", "max_tokens"),
+    ("limits", "max_cost_usd"),
 }
 
 
@@ -155,10 +181,12 @@ def _explain(exc: msgspec.ValidationError, path: Path, within: str = "") -> Conf
 
 # Tables of named entries: msgspec reports a key inside one as `agents[...]`, so each entry is
 # checked on its own first and its error names it (`agents.claude.transport`).
-_NAMED_TABLES = (("agents", AgentSettings), ("providers", ProviderProfile), ("mcp_servers", McpServerConfig))
+_NAMED_TABLES = (("agents", AgentSettings), ("providers", ProviderProfile), ("mcp_servers", McpServerConfig),
+                 ("prices", PriceConfig))
 
 
 def _convert(data: dict[str, Any], path: Path) -> None:
+    _check_numbers(data, path)
     for section, kind in _NAMED_TABLES:
         table = data.get(section)
         if not isinstance(table, dict):
@@ -176,6 +204,7 @@ def _convert(data: dict[str, Any], path: Path) -> None:
 
 def _check_project_keys(data: dict[str, Any], path: Path, user: dict[str, Any]) -> None:
     user_tools = user.get("tools") if isinstance(user.get("tools"), dict) else {}
+    user_limits = user.get("limits") if isinstance(user.get("limits"), dict) else {}
     for section, table in data.items():
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: {section} may not be set by a project config; move it to the user's config.toml")
@@ -194,6 +223,33 @@ def _check_project_keys(data: dict[str, Any], path: Path, user: dict[str, Any]) 
             if (section, key) == ("tools", "sandbox_network") and value is True \
                     and user_tools.get("sandbox_network", False) is not True:
                 raise ConfigError(f"{path}: a project config may only turn tools.sandbox_network off; remove it")
+            if section == "limits":
+                ours = user_limits.get(key)
+                if _number(ours) and _number(value) and value > ours:
+                    raise ConfigError(f"{path}: key limits.{key} ({value}) raises the user's limit ({ours}); a project "
+                                      "config may only lower a limit or set one the user left unset")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_numbers(data: dict[str, Any], path: Path) -> None:
+    """NaN and infinity pass a `> 0` check; no limit or price may be one."""
+    tables = [("limits", data.get("limits"))]
+    if isinstance(data.get("prices"), dict):
+        tables += [(f"prices.{json_key(name)}", entry) for name, entry in data["prices"].items()]
+    for prefix, table in tables:
+        if not isinstance(table, dict):
+            continue
+        for key, value in table.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"{path}: key {prefix}.{key}: expected a finite positive number, not {value}; "
+                                  "fix the value")
+
+
+def json_key(name: str) -> str:
+    return f'"{name}"' if not re.fullmatch(r"[A-Za-z0-9_-]+", name) else name
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -243,5 +299,15 @@ def load_config(workspace: Path | None, home: Path | None = None) -> Config:
     if archive is not None and not (archive.startswith("/") and "\x00" not in archive):
         raise ConfigError(f"{user_path}: key chat.archive_dir must be an absolute path, not {archive!r}; fix the value")
     check_writable(config.tools.sandbox_writable, user_path)
-    check_agent_settings(config.agent, config.agents, user_path)
+    check_agent_settings(config.agent, config.agents, user_path, prices_of(config))
     return config
+
+
+def prices_of(config: Config) -> dict[str, Price]:
+    return {model: Price(input=p.input, cached_input=p.cached_input, output=p.output)
+            for model, p in config.prices.items()}
+
+
+def run_limits(config: Config) -> Limits:
+    return Limits(max_turns=config.limits.max_turns, max_tokens=config.limits.max_tokens,
+                  max_cost_usd=config.limits.max_cost_usd)

@@ -21,6 +21,7 @@ ScvError                 1  SCV's own error: `str(err)` is the sentence shown to
     (pi_setup.py), CredentialsUnsafe (dsh_key.py), ImportFailed (imports.py), NotFound
     (scv/commands/agents.py)                                                      1
 
+EXIT_LIMIT                 3  scv exec, scv batch: a turn, token or USD limit stopped the run (docs/limits.md)
 EXIT_SCHEMA_INVALID        4  scv exec --output-schema: the final reply did not validate after a repair turn
 EXIT_TIMEOUT             124  scv exec --timeout passed: the running call was cancelled
 EXIT_SIGINT, EXIT_SIGTERM  130, 143  interrupted: the running call was cancelled, its processes stopped
@@ -32,6 +33,7 @@ import signal
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_LIMIT = 3                         # a limit (docs/limits.md) stopped the run
 EXIT_SCHEMA_INVALID = 4                # scv exec --output-schema: the final reply never validated
 EXIT_TIMEOUT = 124
 EXIT_SIGINT = 128 + signal.SIGINT       # 130, as a shell reports a child SIGINT ended

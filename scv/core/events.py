@@ -101,6 +101,7 @@ class TurnCompleted(Event, tag=TURN_COMPLETED):
     attachments: list[Any] | UnsetType = UNSET      # a chat turn's reply files
     origin: dict[str, Any] | UnsetType = UNSET
     structured: Any = UNSET                         # --output-schema: the validated document (may be null)
+    limit: dict[str, Any] | UnsetType = UNSET       # stopped by a limit: {kind, max, used}; the reply is empty
 
 
 class TurnFailed(Event, tag=TURN_FAILED):

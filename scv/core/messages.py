@@ -90,6 +90,7 @@ class AgentResult(msgspec.Struct, kw_only=True):
     hint: str | UnsetType = UNSET              # how to get the agent going again (sign in, ...)
     sandbox: dict[str, Any] | UnsetType = UNSET     # the OS sandbox it ran in, and what it refused
     rate_limit: RateLimit | UnsetType = UNSET       # a failure that waiting out the limit would avoid
+    limit: dict[str, Any] | UnsetType = UNSET       # status "limit": {kind, max, used} (docs/limits.md)
     private: AgentPrivate = msgspec.field(default_factory=AgentPrivate)
 
     def public(self) -> dict[str, Any]:

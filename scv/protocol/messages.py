@@ -48,6 +48,13 @@ class ChannelParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     keep_days: Annotated[int, Meta(ge=1, le=36500)] | None = None
 
 
+class LimitsParams(Params, forbid_unknown_fields=True, kw_only=True):
+    """What is left of a parent's budget (docs/limits.md): the session enforces it with its own."""
+    max_turns: Annotated[int, Meta(ge=1)] | None = None
+    max_tokens: Annotated[int, Meta(ge=1)] | None = None
+    max_cost_usd: Annotated[float, Meta(gt=0)] | None = None
+
+
 class SessionStartParams(Params, forbid_unknown_fields=True, kw_only=True):
     cwd: str | None = None
     delegation_depth: Annotated[int, Meta(ge=0, le=64)] = 0
@@ -55,6 +62,7 @@ class SessionStartParams(Params, forbid_unknown_fields=True, kw_only=True):
     auto_approve: bool = False
     system_prompt: str | None = None
     channel: ChannelParams | None = None
+    limits: LimitsParams | None = None
 
 
 class TurnStartParams(Params, forbid_unknown_fields=True, kw_only=True):

@@ -249,6 +249,12 @@ class StdioServer:
             root = resolve_workspace(params.cwd)
             config = load_config(root)
             provider = build_provider(config, script=self.script, model=params.model)
+            limits = None
+            if params.limits is not None:
+                from scv.core.limits import Limits
+                limits = Limits(max_turns=params.limits.max_turns, max_tokens=params.limits.max_tokens,
+                                max_cost_usd=params.limits.max_cost_usd)
+            _check_own_cost(config, provider.model, limits)
             wanted = params.channel
             channel = None if wanted is None else open_channel(wanted.kind, wanted.account, wanted.conversation,
                                                                wanted.log, wanted.keep_days, config)
@@ -269,7 +275,7 @@ class StdioServer:
                                      ctx, self.notify)
             session = Session(self.supervisor, ctx, provider, emit=self.notify, asker=self._ask,
                               auto_approve=params.auto_approve, base_prompt=params.system_prompt, trace=self.trace,
-                              mcp=mcp)
+                              mcp=mcp, limits=limits)
         except ScvError as err:
             raise BadMessage(SERVER_ERROR, str(err), id) from None
         self.session = session
@@ -375,3 +381,13 @@ class StdioServer:
         if self.session is not None:
             self.session.close()
             self.session = None
+
+
+def _check_own_cost(config, model: str, limits) -> None:
+    """A USD limit (the config's or a parent's) needs the price of the session's own model."""
+    from scv.config.load import prices_of, run_limits
+    from scv.core.errors import ConfigError
+    from scv.core.limits import own_cost_refusal, smaller
+    why = own_cost_refusal(smaller(run_limits(config), limits), model, prices_of(config))
+    if why is not None:
+        raise ConfigError(why)

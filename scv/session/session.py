@@ -26,6 +26,7 @@ from scv.config.load import Config, scv_home
 from scv.core import events as ev
 from scv.core.cancellation import Bell, Cancellation
 from scv.core.events import EventSink
+from scv.core.limits import Budget, Limits, smaller
 from scv.core.risk import Risk
 from scv.core.states import Moves
 from scv.providers.base import HistoryItem, ModelReply, Provider
@@ -74,8 +75,14 @@ class Session:
     def __init__(self, supervisor: Supervisor, ctx: ToolContext, provider: Provider, *, emit: EventSink,
                  asker: Asker = deny_all, auto_approve: bool = False, base_prompt: str | None = None,
                  agents: AgentSession | None = None, output_instruction: str | None = None,
-                 trace: Span = NO_SPAN, mcp: "McpServers | None" = None):
+                 trace: Span = NO_SPAN, mcp: "McpServers | None" = None, limits: Limits | None = None):
+        if ctx.budget is None:
+            # The run's limits: the config's, lowered by the command's (--max-*) or a parent's.
+            from scv.config.load import prices_of, run_limits
+            ctx = msgspec.structs.replace(ctx, budget=Budget(smaller(run_limits(ctx.config), limits),
+                                                             prices_of(ctx.config)))
         self.ctx = ctx
+        self.budget: Budget = ctx.budget
         self.trace = trace          # the run's span (scv/telemetry/): each turn is a child of it
         self.provider = provider
         self.emit = emit

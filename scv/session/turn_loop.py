@@ -19,6 +19,8 @@ from scv.core import events as ev
 from scv.core.cancellation import Cancellation
 from scv.core.errors import RefusedError
 from scv.core.events import EventSink
+from scv.core.limits import LimitHit
+from scv.core.usage import Usage as LedgerUsage
 from scv.core.messages import ApprovalRequest
 from scv.core.progress import ProgressThrottle
 from scv.core.risk import Risk
@@ -81,12 +83,14 @@ class TurnHost(Protocol):
 @dataclass
 class TurnOutcome:
     turn_id: str
-    status: str                     # "completed", "failed" or "cancelled"
+    status: str                     # "completed", "failed", "cancelled" or "limit"
     reply: str = ""
     error: str = ""
     reason: str = ""                # of a failure: "provider", "turn_limit", "cancelled", "internal", "schema_invalid"
     usage: Usage = field(default_factory=Usage)
     verdict: ReplyVerdict | None = None  # with a schema: the final reply's check (the document, or its errors)
+    limit: LimitHit | None = None   # status "limit": which one
+    ledger: LedgerUsage = field(default_factory=LedgerUsage)   # the turn's share of the run's ledger
 
 
 # A structured run's check of a final reply; None when this turn's reply is not the one checked
@@ -96,6 +100,14 @@ ReplyCheck = Callable[[str], ReplyVerdict | None]
 
 class TurnLimit(ProviderError):
     """The model kept asking for tools for `agent.max_turns` responses."""
+
+
+class LimitReached(ProviderError):
+    """The run's budget (turns, tokens or dollars, docs/limits.md) is spent: no further model request."""
+
+    def __init__(self, hit: LimitHit):
+        super().__init__(hit.sentence())
+        self.hit = hit
 
 
 def result_text(ok: bool, value: dict[str, Any]) -> str:
@@ -116,6 +128,8 @@ def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: di
     outcome = TurnOutcome(turn_id=turn_id, status="failed")
     span = spans.turn_span(parent or session.trace, turn_id, prompt, session.config)
     session.history.append(UserMessage(text=prompt))
+    budget = session.ctx.budget
+    mark = budget.mark() if budget is not None else 0
     try:
         outcome.reply = _loop(session, turn_id, cancel, outcome.usage, span)
         outcome.verdict = None if check is None else check(outcome.reply)
@@ -131,6 +145,9 @@ def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: di
                              + "; ".join(f"{e['path'] or '(root)'}: {e['message']}" for e in outcome.verdict.errors))
         else:
             outcome.status = "completed"
+    except LimitReached as err:
+        outcome.status, outcome.reason, outcome.limit, outcome.reply = "limit", "limit", err.hit, ""
+        outcome.error = str(err)
     except TurnCancelled:
         outcome.status, outcome.reason = "cancelled", session.cancel_reason
         outcome.error = f"the turn was cancelled ({session.cancel_reason})"
@@ -148,8 +165,14 @@ def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: di
         spans.end_turn(span, outcome.status, outcome.reason, outcome.error, outcome.usage, outcome.reply,
                        session.config)
     files = msgspec.UNSET if channel is None else list(channel.reply)
-    usage = msgspec.to_builtins(outcome.usage)
-    if outcome.status == "completed":
+    if budget is not None:
+        outcome.ledger = budget.since(mark)
+    # The ledger's shape, plus total_tokens as the protocol has always carried it.
+    usage = {**outcome.ledger.wire(), "total_tokens": outcome.ledger.tokens()}
+    if outcome.status == "limit":
+        ev.emit(emit, ev.TurnCompleted(turn_id=turn_id, reply="", usage=usage, attachments=files,
+                                       origin=_given(origin), limit=outcome.limit.wire()))
+    elif outcome.status == "completed":
         if channel is not None:
             outcome.reply = channel.captioned(outcome.reply)
         structured = msgspec.UNSET if outcome.verdict is None else outcome.verdict.document
@@ -170,9 +193,13 @@ def _given(value: dict[str, Any] | None) -> "dict[str, Any] | msgspec.UnsetType"
 
 def _loop(session: TurnHost, turn_id: str, cancel: Cancellation, usage: Usage, span: Span) -> str:
     limit = session.config.agent.max_turns
+    budget = session.ctx.budget
     for _ in range(limit):
         if cancel.cancelled:
             raise TurnCancelled("the turn was cancelled")
+        hit = budget.hit() if budget is not None else None
+        if hit is not None:
+            raise LimitReached(hit)
         request = ModelRequest(system_prompt=session.system_prompt, history=tuple(session.history),
                                tools=session.tool_schemas, hosted_tools=session.hosted_tools)
         _enter(session, Phase.MODEL)
@@ -186,11 +213,21 @@ def _loop(session: TurnHost, turn_id: str, cancel: Cancellation, usage: Usage, s
             raise
         spans.end_model(asked, reply, session.config)
         usage.add(reply.usage)
+        if budget is not None:
+            budget.spend(LedgerUsage(turns=1, input_tokens=reply.usage.input_tokens,
+                                     output_tokens=reply.usage.output_tokens), session.provider.model)
         if reply.text:
             ev.emit(session.emit, ev.AssistantText(turn_id=turn_id, text=reply.text))
         if not reply.tool_calls:
             session.history.append(AssistantMessage(text=reply.text))
             return session.finish_reply(reply)
+        hit = budget.hit() if budget is not None else None
+        if hit is not None:
+            # This response's calls do not run; each gets an output, so the conversation stays whole.
+            session.history.append(AssistantMessage(text=reply.text, tool_calls=reply.tool_calls))
+            session.history.extend(ToolOutput(call_id=call.id, output=result_text(False, {
+                "error": f"not run: {hit.sentence()}"})) for call in reply.tool_calls)
+            raise LimitReached(hit)
         outputs = [_tool_call(session, turn_id, call, cancel, span) for call in reply.tool_calls]
         # The model's calls and every result enter the history together, so the next request
         # (in this turn or, after a cancellation, the next) always pairs each call with an output.
@@ -245,6 +282,12 @@ def _run_call(session: TurnHost, turn_id: str, call: ToolCall, cancel: Cancellat
     approval[0] = "approved" if answers and not session.auto_approve else "auto"
     if cancel.cancelled:
         return False, {"error": "the turn was cancelled before this call ran"}
+    budget = session.ctx.budget
+    hit = budget.hit() if budget is not None else None
+    if hit is not None:
+        # A background job spent the rest of the run's budget while the approval waited: the
+        # call does not run, and the loop stops before its next model request.
+        return False, {"error": f"not run: {hit.sentence()}"}
     throttle = ProgressThrottle(lambda line: ev.emit(emit, ev.ToolProgress(turn_id=turn_id, call_id=call.id,
                                                                            line=line)))
 

@@ -35,6 +35,7 @@ P = TypeVar("P")
 
 if TYPE_CHECKING:
     from scv.chat.channel import ChatChannel
+    from scv.core.limits import Budget
     from scv.skills.index import SkillIndex
 
 
@@ -72,6 +73,8 @@ class ToolContext(msgspec.Struct, frozen=True):
     skills: "SkillIndex | None" = None
     # The chat conversation a chat bridge's session serves (None: not a chat session).
     channel: "ChatChannel | None" = None
+    # The run's limits and usage ledger (scv/core/limits.py), shared by its turns, calls and jobs.
+    budget: "Budget | None" = None
 
 
 class BackgroundCall(msgspec.Struct, Generic[P], frozen=True):

@@ -36,8 +36,8 @@ LISTING: dict[str, tuple[str, str]] = {
              'with a title, URL and snippet'),
     "agent": ("delegate",
              'Hand a task to another coding agent (a delegated CLI such as Claude Code or Codex) and get one '
-             'result: agent, status (completed, failed, declined, timeout, cancelled), reply, usage, exit_code, '
-             'stderr_tail, truncated, plus error, hint, note, fallback, rate_limit, session and turn when they apply'),
+             'result: agent, status (completed, failed, declined, timeout, cancelled, limit), reply, usage, exit_code, '
+             'stderr_tail, truncated, plus error, hint, note, fallback, rate_limit, limit, session and turn when they apply'),
     "agent_wait": ("read_only",
              'Wait until a background agent job finishes (or the timeout passes) and return it: job, agent, '
              'status, elapsed_seconds and result, or status running with its latest progress'),

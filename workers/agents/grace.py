@@ -19,6 +19,7 @@ class ResultGraceToken:
         self.inner = inner
         self.grace = grace
         self.expired = False
+        self.limited = False        # a limit (docs/limits.md) was reached: stop the CLI now
         self._grace_at: float | None = None
         self._wake_at: float | None = None
         self._on_wake: Callable[[], None] | None = None
@@ -59,6 +60,12 @@ class ResultGraceToken:
         self._wake_at = at
         self._schedule()
 
+    def stop_for_limit(self) -> None:
+        """From the stream's reader: the call's allowance is spent; the run stops the group (TERM)."""
+        if not self.limited:
+            self.limited = True
+            self._on_alarm(signal.SIGALRM, None)     # wakes the run's loop through the same pipe
+
     @property
     def cancelled(self) -> bool:
         return self.inner.cancelled
@@ -80,7 +87,7 @@ class ResultGraceToken:
             if on_wake is not None:
                 on_wake()
         self._schedule()
-        return self.inner.check() or self.expired
+        return self.inner.check() or self.expired or self.limited
 
     def close(self) -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)

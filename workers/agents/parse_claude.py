@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from scv.core.usage import REPORTED, as_cost
+from scv.core.usage import REPORTED, as_cost, as_count
 from workers.agents import limits, verdict
 from workers.agents.report import SIGNIN, StreamParser, as_int, first_line, parts_of, take_tokens
 
@@ -22,6 +22,7 @@ class Message(msgspec.Struct, gc=False):
     content: msgspec.Raw = msgspec.Raw(b"null")    # decoded only for the parts progress needs
     model: Any = None
     id: Any = None          # one model response: a tool turn prints its parts under one id
+    usage: Any = None       # this response's tokens so far (the result's usage is the turn's, later)
 
 
 class Event(msgspec.Struct, gc=False):
@@ -57,10 +58,11 @@ def _tool_line(name: str, tool_input: Any) -> str:
 class ClaudeStreamParser(StreamParser):
     Event = Event
 
-    def __init__(self, on_progress=None):
-        super().__init__(on_progress)
+    def __init__(self, on_progress=None, meter=None):
+        super().__init__(on_progress, meter)
         self._synthetic_kind: str | None = None
         self._last_message: Any = None
+        self._seen: tuple[int, int, int] = (0, 0, 0)    # the current message's counts already added
 
     def handle(self, event: Event) -> None:
         report = self.report
@@ -74,6 +76,10 @@ class ClaudeStreamParser(StreamParser):
             if event.message.id is None or event.message.id != self._last_message:
                 self._last_message = event.message.id
                 report.usage.turns += 1
+                self._seen = (0, 0, 0)
+            if isinstance(event.message.usage, dict):
+                self._message_usage(event.message.usage)
+            self.counted()
             for part in parts_of(event.message.content):
                 if part.type == "tool_use" and isinstance(part.name, str):
                     self.progress(_tool_line(part.name, part.input))
@@ -84,6 +90,15 @@ class ClaudeStreamParser(StreamParser):
         elif event.type == "rate_limit_event":
             # Informational unless `rejected`: then the turn's failure is the account's limit.
             report.limit = limits.from_claude(event.rate_limit_info) or report.limit
+
+    def _message_usage(self, usage: dict) -> None:
+        """Each response's latest counts, summed as they arrive, so a token limit holds mid-turn."""
+        now = tuple(as_count(usage.get(k)) or 0 for k in ("input_tokens", "cache_read_input_tokens", "output_tokens"))
+        ledger, before = self.report.usage, self._seen
+        ledger.input_tokens = (ledger.input_tokens or 0) + now[0] - before[0]
+        ledger.cached_input_tokens = (ledger.cached_input_tokens or 0) + now[1] - before[1]
+        ledger.output_tokens = (ledger.output_tokens or 0) + now[2] - before[2]
+        self._seen = now
 
     def _result(self, event: Event) -> None:
         report = self.report

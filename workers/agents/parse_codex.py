@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from workers.agents import limits, verdict
-from workers.agents.report import StreamParser, take_tokens
+from workers.agents.report import Limited, StreamParser, take_tokens
 
 
 class Item(msgspec.Struct, gc=False):
@@ -55,13 +55,18 @@ class CodexJsonParser(StreamParser):
     Event = Event
 
     def lines(self, run: bytes) -> None:
+        if self.report.limited:
+            return
         try:
             events = self._decoder.decode_lines(run)
         except msgspec.DecodeError:
             super().lines(run)      # line by line: one of them is not JSON
             return
         self.report.json_lines += len(events)
-        self._events(events)
+        try:
+            self._events(events)
+        except Limited:
+            return      # the rest of the stream is not read: the run is being stopped
 
     def handle(self, event: Event) -> None:
         self._events((event,))
@@ -70,6 +75,8 @@ class CodexJsonParser(StreamParser):
         # One loop with the common cases inline: Codex prints many small events (a worst-case
         # stream of captured runs has about ten per KiB), and a call per event halves the speed.
         report = self.report
+        # Codex reports tokens only with turn.completed: mid-turn, only a turn limit can be reached.
+        turns_cap = self.meter.limits.max_turns if self.meter.on and self.meter.limits.max_turns else 1 << 62
         for event in events:
             kind, item = event.type, event.item
             if kind == "item.completed":
@@ -77,6 +84,8 @@ class CodexJsonParser(StreamParser):
                     continue
                 if item.type != "reasoning" and item.type != "error":
                     report.usage.turns += 1
+                    if report.usage.turns >= turns_cap:
+                        self.counted()
                 if item.type == "agent_message":
                     if isinstance(item.text, str):
                         report.reply = item.text
@@ -109,7 +118,12 @@ class CodexJsonParser(StreamParser):
         self.report.finished = True
         usage = event.usage
         if usage is not None:
-            take_tokens(self.report.usage, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
+            ledger = self.report.usage
+            take_tokens(ledger, usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
+            # Codex's input_tokens includes the cached part; the ledger counts it apart.
+            if ledger.input_tokens is not None and ledger.cached_input_tokens is not None \
+                    and ledger.cached_input_tokens <= ledger.input_tokens:
+                ledger.input_tokens -= ledger.cached_input_tokens
 
     def _failed(self, event: Event) -> None:
         self.report.finished = True

@@ -45,8 +45,8 @@ def _tool_line(name: str, args: Any) -> str:
 class PiJsonParser(StreamParser):
     Event = Event
 
-    def __init__(self, on_progress=None):
-        super().__init__(on_progress)
+    def __init__(self, on_progress=None, meter=None):
+        super().__init__(on_progress, meter)
         self._input = self._output = self._cached = 0
         self._counted = False
         self._cost = 0.0
@@ -89,6 +89,7 @@ class PiJsonParser(StreamParser):
             ledger.cost_usd, ledger.cost_source = self._cost, REPORTED
         else:
             ledger.cost_usd = ledger.cost_source = None
+        self.counted()
         texts = [p.text for p in parts_of(message.content) if p.type == "text" and isinstance(p.text, str)]
         if message.stopReason == "error":
             error = message.errorMessage if isinstance(message.errorMessage, str) else "pi reported a provider error"

@@ -7,7 +7,14 @@ from typing import Any, Callable
 import msgspec
 
 from scv.core.messages import RateLimit
+from scv.core.limits import Limits, Meter
 from scv.core.usage import Usage, as_count
+
+NO_LIMITS = Meter(Limits())
+
+
+class Limited(Exception):
+    """The call's allowance is reached: the parser stops reading (raised only with a limit set)."""
 
 # What kind of failure a structured error describes; the first four are availability failures
 # (another agent could avoid them), which the supervisor answers with a `fallback`.
@@ -25,6 +32,7 @@ class TurnReport:
     limit: RateLimit | None = None    # the failure is a usage or rate limit (workers/agents/limits.py)
     vendor_session: str | None = None
     finished: bool = False        # the CLI printed its final event
+    limited: bool = False         # the call's allowance was reached: the rest of the stream is not read
     json_lines: int = 0
     other_lines: int = 0
 
@@ -34,23 +42,38 @@ class StreamParser(abc.ABC):
 
     Event: type[msgspec.Struct]
 
-    def __init__(self, on_progress: Callable[[str], None] | None = None):
+    def __init__(self, on_progress: Callable[[str], None] | None = None, meter: Meter | None = None):
         self.report = TurnReport()
         self._progress = on_progress or (lambda line: None)
         self._decoder = msgspec.json.Decoder(self.Event)
+        self.meter = meter or NO_LIMITS
 
     def lines(self, run: bytes) -> None:
         """A run of complete lines: decoded in one step, or line by line if one is not JSON."""
+        if self.report.limited:
+            return
         try:
             events = self._decoder.decode_lines(run)
         except msgspec.DecodeError:
             for raw in run.split(b"\n"):
-                if raw.strip():
+                if raw.strip() and not self.report.limited:
                     self.line(raw)
             return
         self.report.json_lines += len(events)
-        for event in events:
-            self.handle(event)
+        try:
+            for event in events:
+                self.handle(event)
+        except Limited:
+            return          # the rest of the stream is not read: the run is being stopped
+
+    def counted(self) -> None:
+        """Where a parser's usage grew: with a limit set, raises Limited once the allowance is
+        reached. Usage a stream reports only with its final event (Codex's thread totals) is the
+        caller's to check, so nothing is checked once the final event arrived."""
+        report = self.report
+        if self.meter.on and not report.finished and self.meter.check(report.usage) is not None:
+            report.limited = True
+            raise Limited
 
     def line(self, raw: bytes) -> None:
         try:
@@ -63,7 +86,10 @@ class StreamParser(abc.ABC):
             self.report.other_lines += 1
             return
         self.report.json_lines += 1
-        self.handle(event)
+        try:
+            self.handle(event)
+        except Limited:
+            return
 
     @abc.abstractmethod
     def handle(self, event: Any) -> None:

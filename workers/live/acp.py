@@ -25,6 +25,7 @@ from workers.agents import verdict
 from workers.agents.capture import bound
 from workers.agents.outcome import ROOT_HINT, hint_for
 from workers.agents.redact import redact_message
+from scv.core.limits import Limits, Meter
 from scv.core.usage import Usage
 from workers.agents.report import AVAILABILITY, take_tokens
 from workers.live import acp_turn
@@ -57,7 +58,8 @@ class AcpAgent(LiveConversation):
         self.options: list[ConfigOption] = []
         self._answers: dict[int, Response] = {}
         self._turn: acp_turn.TurnState | None = None
-        self._stopping: str | None = None          # "cancelled" | "timeout" while a prompt settles
+        self._stopping: str | None = None          # "cancelled" | "timeout" | "limit" while a prompt settles
+        self._meter = Meter(Limits())
         self._settle_by = 0.0
         self._prompt: int | None = None
 
@@ -132,6 +134,9 @@ class AcpAgent(LiveConversation):
         throttle = self.throttle(ctx)
         state = acp_turn.TurnState(self.limit_bytes, throttle.offer)
         self._stopping = None
+        # Turns are checked as each round of tool calls arrives; tokens only come with the prompt's
+        # result, so a token limit is the caller's to check then (docs/limits.md).
+        self._meter = Meter.of(args)
         try:
             for kind in ("model", "effort"):
                 if args.get(kind):
@@ -146,7 +151,10 @@ class AcpAgent(LiveConversation):
             state.finish()
             reply, cut = bound(state.reply(), self.limit_bytes)
             usage = Usage(turns=state.rounds).wire()
-            raise self.failure(ended, self.result(ended.status, reply, usage, cut or state.cut)) from None
+            result = self.result(ended.status, reply, usage, cut or state.cut)
+            if ended.status == "limit" and self._meter.hit is not None:
+                result.reply, result.limit = "", self._meter.hit.wire()
+            raise self.failure(ended, result) from None
         finally:
             self._turn = None
             self._prompt = None
@@ -160,6 +168,7 @@ class AcpAgent(LiveConversation):
         if self._stopping is not None:
             # The agent settled after session/cancel: the turn is over, the conversation goes on.
             what = ("ran past the timeout and its turn was cancelled" if self._stopping == "timeout"
+                    else f"was stopped: {self._meter.hit.sentence()}" if self._stopping == "limit"
                     else "was cancelled")
             raise Ended(self._stopping, f"{self.name} {what}; the conversation can continue", keep=True)
         self._check(answer, "session/prompt")
@@ -285,7 +294,7 @@ class AcpAgent(LiveConversation):
         self._flush()
 
     def _unsettled(self) -> str:
-        what = "ran past the timeout" if self._stopping == "timeout" else "was cancelled"
+        what = {"timeout": "ran past the timeout", "limit": "reached its limit"}.get(self._stopping, "was cancelled")
         return (f"{self.name} {what} and did not end its turn within {SETTLE_SECONDS:g} s of session/cancel, so its "
                 "server was stopped; start a new conversation (omit session)")
 
@@ -316,6 +325,9 @@ class AcpAgent(LiveConversation):
             self.options = list(update.config_options)
         elif update is not None and self._turn is not None:
             self._turn.on_update(update)
+            if self._meter.on and self._stopping is None and self._prompt is not None \
+                    and self._meter.check(Usage(turns=self._turn.rounds)) is not None:
+                self._begin_stop("limit", self._prompt)     # session/cancel; the conversation is kept
 
     def _request(self, message: Incoming, ctx: WorkerContext | None) -> None:
         if message.method != "session/request_permission":

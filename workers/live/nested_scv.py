@@ -24,12 +24,13 @@ from scv.core import traceparent
 from scv.core.events import (ApprovalRequested, AssistantDelta, AssistantText, EventError, SessionEvent, ToolCompleted,
                              ToolProgress, ToolStarted, TurnCompleted, TurnFailed, TurnStarted, read_event)
 from scv.core.jsonrpc import Connection, Response, WireError, decode_as
+from scv.core.limits import LimitHit, Limits, Meter
 from scv.core.messages import AgentPrivate, AgentResult
+from scv.core.usage import MIXED, PRICES, REPORTED, Usage, as_cost, as_count
 from workers.agents import verdict
 from workers.agents.capture import bound
 from workers.agents.outcome import hint_for
 from workers.agents.redact import redact_message
-from scv.core.usage import MIXED, PRICES, REPORTED, Usage, as_cost, as_count
 from workers.agents.report import AVAILABILITY, take_tokens
 from workers.live.acp_turn import TurnState
 from workers.live.conversation import SETTLE_SECONDS, Ended, LiveConversation, opened
@@ -61,6 +62,7 @@ class NestedScv(LiveConversation):
         self.jobs = JobLedger()
         self._turn_id: str | None = None        # the turn this call started
         self._done: TurnCompleted | TurnFailed | None = None     # how it ended
+        self._meter = Meter(Limits())           # this call's allowance (docs/limits.md)
         self._state: TurnState | None = None
         self._ctx: WorkerContext | None = None
         self._own_turn: str | None = None        # a turn the nested SCV started itself, while it runs
@@ -119,6 +121,10 @@ class NestedScv(LiveConversation):
         params = {"cwd": self.cwd, "delegation_depth": self.depth}
         if args.get("model"):
             params["model"] = args["model"]
+        given = Meter.of(args).limits
+        if given.any():
+            # What is left of the caller's budget: the nested SCV enforces it on its own session.
+            params["limits"] = given.wire()
         started = self._call("session.start", params, ctx, deadline)
         self.session = started.get("session_id") if isinstance(started, dict) else None
 
@@ -170,6 +176,7 @@ class NestedScv(LiveConversation):
         throttle = self.throttle(ctx)
         self._state = TurnState(self.limit_bytes, throttle.offer)
         self._ctx, self._done = ctx, None
+        self._meter = Meter.of(args)
         try:
             self._start_turn(args["prompt"], ctx, deadline, throttle)
             self._follow(ctx, deadline, throttle)
@@ -177,7 +184,12 @@ class NestedScv(LiveConversation):
         except Ended as ended:
             self._state.finish()
             reply, cut = bound(self._state.reply(), self.limit_bytes)
-            raise self.failure(ended, self._result(ended.status, reply, None, cut)) from None
+            result = self._result(ended.status, reply, None, cut)
+            if ended.status == "limit" and self._meter.hit is not None:
+                result.reply, result.limit = "", self._meter.hit.wire()
+                if self._done is not None:
+                    result.usage = self._usage(self._done.usage) or None
+            raise self.failure(ended, result) from None
         finally:
             self._state.finish()
             throttle.finish()
@@ -235,9 +247,9 @@ class NestedScv(LiveConversation):
         stopping, settle_by = None, 0.0
         while self._done is None:
             now = time.monotonic()
-            if stopping is None and (ctx.token.cancelled or now >= deadline):
+            if stopping is None and (ctx.token.cancelled or now >= deadline or self._over_limit()):
                 # RUNNING -> STOPPING
-                stopping = "cancelled" if ctx.token.cancelled else "timeout"
+                stopping = "cancelled" if ctx.token.cancelled else "timeout" if now >= deadline else "limit"
                 settle_by = now + SETTLE_SECONDS
                 self._send("turn.cancel", {})
             elif stopping is not None and now >= settle_by:
@@ -248,14 +260,29 @@ class NestedScv(LiveConversation):
                                       "turn.cancel, so it was stopped; start a new conversation (omit session)",
                             keep=False)
             self._pump(ctx, settle_by if stopping else deadline, throttle)
+        if stopping == "limit" and isinstance(self._done, TurnCompleted) and self._done.limit is UNSET:
+            return          # it finished its reply before the cancel arrived: the reply stands
         if stopping is not None:
-            what = "ran past the timeout and its turn was cancelled" if stopping == "timeout" else "was cancelled"
+            what = {"timeout": "ran past the timeout and its turn was cancelled",
+                    "limit": f"was stopped: {self._meter.hit.sentence() if self._meter.hit else 'a limit'}"}.get(
+                stopping, "was cancelled")
             raise Ended(stopping, f"{self.name} {what}; the conversation can continue", keep=True)
+
+    def _over_limit(self) -> bool:
+        """The caller's side of the allowance: the rounds of tool calls seen so far (the nested SCV
+        checks its own budget too; whichever sees the limit first stops)."""
+        return self._meter.on and self._meter.check(Usage(turns=self._state.rounds)) is not None
 
     def _outcome(self, done: TurnCompleted | TurnFailed) -> AgentResult:
         self._state.finish()
         reply, cut = bound(self._state.reply(), self.limit_bytes)
         usage = self._usage(done.usage)
+        if isinstance(done, TurnCompleted) and isinstance(done.limit, dict):
+            # The nested SCV stopped at its own budget (what was left of ours): the same stop.
+            self._meter.hit = LimitHit(kind=str(done.limit.get("kind")), max=done.limit.get("max", 0),
+                                       used=done.limit.get("used", 0))
+            raise Ended("limit", f"{self.name} was stopped: {self._meter.hit.sentence()}; the conversation can "
+                                 "continue", keep=True)
         if isinstance(done, TurnCompleted):
             if done.reply or not reply:     # an omitted reply (read as "") leaves the streamed text
                 reply, cut = bound(done.reply, self.limit_bytes)

@@ -17,7 +17,9 @@ import msgspec
 
 from scv.agents.conversations import Conversation
 from scv.agents.offered import OfferedAgent
+from scv.core.limits import Limits, call_fields
 from scv.core.messages import Result
+from scv.core.usage import Price
 from scv.sandbox.choose import plan_for
 from scv.tools.base import Launch, ToolContext
 
@@ -38,6 +40,8 @@ class AgentCall:
     background: bool
     session_id: str                     # this SCV session's id in SCV_PARENT
     schema: dict[str, Any] | None = None  # the `schema` argument: the reply must validate (issue 21)
+    allowance: Limits = Limits()        # the agent's own limits and the run's budget left, the smaller
+    price: Price | None = None          # [prices] of the model, for an agent that reports no cost
 
     @property
     def name(self) -> str:
@@ -89,4 +93,5 @@ def turn_fields(call: AgentCall, conversation: Conversation | None, ctx: ToolCon
         "depth": ctx.delegation_depth + 1,
         "conversation": conversation.handle if conversation is not None else None,
         "turn": conversation.turns + 1 if conversation is not None else None,
+        **call_fields(call.allowance, call.price),
     }

@@ -24,7 +24,9 @@ from scv.agents.session import AgentSession
 from scv.config.load import scv_home
 from scv.core.agents.options import EFFORTS, blank_to_none, check_effort, check_model, check_prompt
 from scv.core.errors import RefusedError
+from scv.core.limits import Limits, spent
 from scv.core.messages import Result
+from scv.core.usage import Price, Usage
 from scv.core.sandbox.policy import label
 from scv.sandbox.choose import request_for
 from scv.tools.agent.acp import AcpBackend
@@ -35,7 +37,7 @@ from scv.tools.agent.spans import agent_span, end_agent
 from scv.tools.base import BackgroundCall, Launch, Risk, ToolContext, ToolSpec, set_maximum
 
 
-_CODEX_TOTALS = ("input_tokens", "cached_input_tokens", "output_tokens")
+_RUNNING_TOTALS = {"codex": ("input_tokens", "cached_input_tokens", "output_tokens"), "claude": ("cost_usd",)}
 
 
 class AgentArgs(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -87,9 +89,9 @@ def _checked_schema(schema: dict[str, Any]) -> str:
 class AgentTool(ToolSpec):
     name = "agent"
     description = ("Hand a task to another coding agent (a delegated CLI such as Claude Code or Codex) and get one "
-                   "result: agent, status (completed, failed, declined, timeout, cancelled), reply, usage, "
-                   "exit_code, stderr_tail, truncated, plus error, hint, note, fallback, rate_limit, session and "
-                   "turn when they apply. The agent works on its own with its own credentials.")
+                   "result: agent, status (completed, failed, declined, timeout, cancelled, limit), reply, usage, "
+                   "exit_code, stderr_tail, truncated, plus error, hint, note, fallback, rate_limit, limit, session "
+                   "and turn when they apply. The agent works on its own with its own credentials.")
     Args = AgentArgs
     example = {"agent": "codex", "prompt": "Land the fix with the feature-flow skill.", "cwd": "scv",
                "model": "gpt-5.5", "effort": "high", "timeout_seconds": 7200}
@@ -177,12 +179,36 @@ class AgentTool(ToolSpec):
         settings = ctx.config.agents.get(name)
         full = settings is not None and settings.permissions == "full"
         timeout = float(args.timeout_seconds or ctx.config.tools.agent_timeout_seconds)
+        allowance, price = self._allowance(chosen, model, ctx)
         call = AgentCall(offered=chosen, backend=self.backend_for(chosen), conversation=conversation,
                          prompt=prompt, model=model, effort=effort, cwd=cwd, full_permissions=full,
                          timeout_seconds=timeout, background=args.background, session_id=state.session_id,
-                         schema=args.schema)
+                         schema=args.schema, allowance=allowance, price=price)
         call.backend.check(call)
         return call
+
+    def _allowance(self, chosen: OfferedAgent, model: str | None, ctx: ToolContext) -> tuple[Limits, Price | None]:
+        """The call's limits: [agents.NAME]'s and what is left of the run's, the smaller; refused now
+        when its stream cannot show what a token or USD limit counts. No argument of the model's sets one."""
+        from scv.config.agents import agent_limits
+        from scv.core.limits import uncheckable
+        name = chosen.descriptor.name
+        settings = ctx.config.agents.get(name)
+        budget = ctx.budget
+        own = agent_limits(settings)
+        allowance = budget.allowance(own) if budget is not None else own
+        if budget is not None:
+            prices = budget.prices
+        else:
+            from scv.config.load import prices_of
+            prices = prices_of(ctx.config)
+        model = model or (settings.model if settings is not None else None)
+        transport = self.backend_for(chosen).transport
+        fmt = "nested" if chosen.descriptor.nested else "acp" if transport == "acp" else chosen.descriptor.output_format
+        why = uncheckable(allowance, name, fmt, model, prices)
+        if why is not None:
+            raise RefusedError(why)
+        return allowance, prices.get(model) if model else None
 
     @staticmethod
     def _check_cwd(cwd: str, ctx: ToolContext) -> None:
@@ -236,6 +262,12 @@ class AgentTool(ToolSpec):
         return result
 
     def _run(self, call: AgentCall, ctx: ToolContext, launch: Launch) -> Result:
+        hit = spent(call.allowance)
+        if hit is not None:
+            # The run's budget was spent between the plan and the run (by a background job).
+            return Result(ok=False, value={"agent": call.name, "status": "limit", "reply": "", "usage": None,
+                                           "limit": hit.wire(), "error": f"{call.name} did not start: "
+                                           f"{hit.sentence()}"})
         conversations = self._agents().conversations
         conversation = call.conversation
         if conversation is None and call.backend.keeps_conversations(call):
@@ -283,6 +315,8 @@ class AgentTool(ToolSpec):
             value["session"] = conversation.handle
             value["turn"] = conversation.turns
             self._turn_usage(conversation, previous_total, value)
+        if ctx.budget is not None and isinstance(value.get("usage"), dict):
+            ctx.budget.spend(msgspec.convert(value["usage"], Usage), call.model or self._model_of(call, ctx))
         offered = self._agents().offered
         if status == "failed" and private is not None and private.available is False:
             others = [other for other in offered if other != call.name]
@@ -295,17 +329,25 @@ class AgentTool(ToolSpec):
         return Result(ok=result.ok, value=value)
 
     @staticmethod
-    def _turn_usage(conversation: Conversation, previous: dict[str, int], value: dict[str, Any]) -> None:
-        """Codex reports the running total of the whole thread after `exec resume`: keep the total,
-        and show this turn's share."""
+    def _model_of(call: AgentCall, ctx: ToolContext) -> str | None:
+        settings = ctx.config.agents.get(call.name)
+        return settings.model if settings is not None else None
+
+    @staticmethod
+    def _turn_usage(conversation: Conversation, previous: dict[str, Any], value: dict[str, Any]) -> None:
+        """Codex reports the running token totals of the whole thread after `exec resume`, and a
+        resumed Claude session's total_cost_usd covers the whole session: keep the totals, and show
+        this turn's share."""
         usage = value.get("usage")
-        if conversation.agent != "codex" or not isinstance(usage, dict):
+        if conversation.agent not in _RUNNING_TOTALS or not isinstance(usage, dict):
             return
-        # Only the token counts are running totals; turns are counted per turn from the stream.
-        totals = {k: usage[k] for k in _CODEX_TOTALS if isinstance(usage.get(k), int)}
+        # Only these are running totals; turns are counted per turn from the stream.
+        keys = _RUNNING_TOTALS[conversation.agent]
+        totals = {k: usage[k] for k in keys if isinstance(usage.get(k), (int, float)) and usage[k] is not True}
         conversation.usage_total = totals
         if previous and all(totals.get(k, 0) >= v for k, v in previous.items()):
-            value["usage"] = {**usage, **{k: v - previous.get(k, 0) for k, v in totals.items()}}
+            value["usage"] = {**usage, **{k: round(v - previous.get(k, 0), 9) if isinstance(v, float)
+                                          else v - previous.get(k, 0) for k, v in totals.items()}}
 
     @staticmethod
     def _declined_note(name: str | None, offered: dict[str, OfferedAgent]) -> str:
