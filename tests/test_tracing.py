@@ -2,7 +2,9 @@
 `bash`, exporting to an in-memory OTLP/HTTP receiver (tests/otlp_receiver.py). Every span joins
 the incoming TRACEPARENT's trace as one tree, the command and the agent see their own span as
 parent, no span carries text unless the user's config allows it, and a collector that never
-answers costs the run its bounded flush and one line. Real processes throughout."""
+answers costs the run its bounded flush and one line. Real processes throughout. The tests that
+need the scv[otel] extra are marked `needs_otel` (tests/otel_extra.py) and skip without it; the
+rest (a run without the extra, `_meta` accepted untraced, ...) always run."""
 
 import os
 import subprocess
@@ -15,10 +17,8 @@ from scv.core import traceparent
 from tests.agent_fakes import install, on_cli
 from tests.conftest import run_scv, scv_env
 from tests.fakes import events, write_script
-
-pytest.importorskip("opentelemetry.sdk")
-pytest.importorskip("opentelemetry.proto")
-from tests.otlp_receiver import OtlpReceiver  # noqa: E402  (needs the otel extra)
+from tests.otel_extra import needs_otel
+from tests.otlp_receiver import OtlpReceiver
 
 INCOMING = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 TRACE_ID, INCOMING_SPAN = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
@@ -46,6 +46,7 @@ def _texts(span) -> list[str]:
     return values
 
 
+@needs_otel
 @pytest.mark.parametrize("protocol, content_type", [("http/protobuf", "application/x-protobuf"),
                                                     ("http/json", "application/json")])
 def test_one_trace_from_the_run_through_the_agent_to_the_command(receiver, protocol, content_type, tmp_path,
@@ -107,6 +108,7 @@ def test_one_trace_from_the_run_through_the_agent_to_the_command(receiver, proto
     assert not [secret for secret in SECRETS for body in receiver.raw if secret.encode() in body]
 
 
+@needs_otel
 def test_content_true_in_the_users_config_puts_text_on_spans(receiver, tmp_path, workspace, scv_home):
     (scv_home / "config.toml").write_text("[telemetry]\ncontent = true\n")
     script = write_script(tmp_path / "s.jsonl", {"text": SECRETS[2]})
@@ -125,6 +127,7 @@ def test_a_project_config_cannot_turn_content_on(tmp_path, workspace):
     assert proc.returncode == 2 and "telemetry.content may not be set by a project config" in proc.stderr
 
 
+@needs_otel
 def test_a_collector_that_never_answers_costs_the_bounded_flush_and_one_line(tmp_path, workspace):
     silent = OtlpReceiver(answer=False)
     script = write_script(tmp_path / "s.jsonl", {"calls": [{"tool": "bash", "args": {"command": "true"}}]},
@@ -186,6 +189,7 @@ def test_without_the_extra_one_line_names_it(tmp_path, workspace):
     assert len(lines) == 1 and lines[0].startswith("scv: telemetry: ") and "scv[otel]" in lines[0], proc.stderr
 
 
+@needs_otel
 def test_over_acp_the_prompt_carries_the_agent_span_and_a_relayed_permission_is_an_event(
         receiver, tmp_path, user_home, workspace, scv_home):
     from tests.live_fakes import install_peer
@@ -239,6 +243,7 @@ def _serve_one_turn(clients, tmp_path, workspace, env) -> None:
     assert client.wait() == 0
 
 
+@needs_otel
 def test_a_served_turn_is_a_child_of_the_span_in_its_meta(clients, receiver, tmp_path, workspace):
     _serve_one_turn(clients, tmp_path, workspace, traced_env(receiver.endpoint, SCV_TELEMETRY_FLUSH_MS="30000"))
     spans = receiver.wait_for("scv server")
@@ -259,6 +264,7 @@ def test_meta_is_accepted_untraced_and_other_unknown_params_are_still_refused(cl
     assert "_metta" in client.response(2).error.message
 
 
+@needs_otel
 @pytest.mark.time_limit(300)
 def test_two_nested_scvs_continue_the_trace(receiver, tmp_path, monkeypatch, workspace, scv_home):
     """scv exec -> nested SCV (depth 1) -> nested SCV (depth 2) -> bash: each level's own run
@@ -316,6 +322,7 @@ def test_two_nested_scvs_continue_the_trace(receiver, tmp_path, monkeypatch, wor
     assert depth(bash) == 8     # under exec: turn, tool, agent, turn, tool, agent, turn, tool (two levels)
 
 
+@needs_otel
 def test_scv_batch_traces_its_run_and_each_task(receiver, tmp_path, user_home, workspace, scv_home):
     (scv_home / "config.toml").write_text(on_cli())
     codex = install(user_home / ".local" / "bin", "codex", tmp_path / "log" / "codex")
