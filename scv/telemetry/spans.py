@@ -53,5 +53,10 @@ class Run:
 
     span: Span = NO_SPAN
 
+    def flush(self) -> None:
+        """Sends the spans that ended so far, waiting at most the bound of the flush at exit; what
+        is not sent by then stays queued. For a process that serves work for others (a Ray
+        task's runner), whose exit may never come in an orderly way."""
+
     def finish(self, error: str | None = None) -> None:
         """Ends the run's span and sends what is left, waiting at most 200 ms (SCV_TELEMETRY_FLUSH_MS)."""
