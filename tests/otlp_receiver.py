@@ -25,6 +25,7 @@ class ReceivedSpan:
     events: list[tuple[str, dict[str, Any]]]
     service: str
     status_code: int
+    kind: int = 0               # OTLP's SpanKind: 1 internal, 2 server, 3 client
 
 
 @dataclass
@@ -70,7 +71,7 @@ def decode(body: bytes, content_type: str) -> list[ReceivedSpan]:
                     name=span.name, trace_id=span.trace_id.hex(), span_id=span.span_id.hex(),
                     parent_id=span.parent_span_id.hex(), attributes=_values(span.attributes),
                     events=[(event.name, _values(event.attributes)) for event in span.events],
-                    service=service, status_code=span.status.code))
+                    service=service, status_code=span.status.code, kind=span.kind))
     return spans
 
 

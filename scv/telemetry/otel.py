@@ -49,9 +49,10 @@ class OtelSpan(Span):
         self._span = span
         self._tracer = tracer
 
-    def child(self, name: str, attributes: Attributes | None = None, *, client: bool = False) -> Span:
-        span = self._tracer.start_span(name, context=api.set_span_in_context(self._span),
-                                       kind=api.SpanKind.CLIENT if client else api.SpanKind.INTERNAL,
+    def child(self, name: str, attributes: Attributes | None = None, *, client: bool = False,
+              server: bool = False) -> Span:
+        kind = api.SpanKind.CLIENT if client else api.SpanKind.SERVER if server else api.SpanKind.INTERNAL
+        span = self._tracer.start_span(name, context=api.set_span_in_context(self._span), kind=kind,
                                        attributes=_clean(attributes))
         return OtelSpan(span, self._tracer)
 

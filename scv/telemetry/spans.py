@@ -20,8 +20,10 @@ class Span:
     __slots__ = ()
     recording: ClassVar[bool] = False
 
-    def child(self, name: str, attributes: Attributes | None = None, *, client: bool = False) -> "Span":
-        """A new span under this one (`client`: a request to another service, such as a model)."""
+    def child(self, name: str, attributes: Attributes | None = None, *, client: bool = False,
+              server: bool = False) -> "Span":
+        """A new span under this one (`client`: a request to another service, such as a model;
+        `server`: the handling of a request another process sent, such as an MCP host's call)."""
         return self
 
     def set(self, attributes: Attributes) -> None:
