@@ -347,3 +347,37 @@ def test_scv_batch_traces_its_run_and_each_task(receiver, tmp_path, user_home, w
     assert handed == {agent.span_id for agent in agents}
     assert all(span.parent_id in ids for span in spans if span is not root)
     assert not [span for span in spans if any(SECRETS[1] in text for text in _texts(span))]
+
+
+@needs_otel
+def test_invoke_agent_spans_carry_the_usage_ledger_tokens_without_a_cost_and_the_cost_with_its_source(
+        receiver, tmp_path, user_home, workspace, scv_home):
+    (scv_home / "config.toml").write_text(on_cli())
+    install(user_home / ".local" / "bin", "claude", tmp_path / "log" / "claude").replay("claude", "resume_turn1")
+    install(user_home / ".local" / "bin", "codex", tmp_path / "log" / "codex").replay("codex", "resume_0_first")
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [{"id": "a", "tool": "agent", "args": {"agent": "claude", "prompt": "one"}}]},
+                          {"calls": [{"id": "b", "tool": "agent", "args": {"agent": "codex", "prompt": "two"}}]},
+                          {"text": "done"})
+    proc = run_scv("exec", "--script", str(script), "--json", "--auto-approve", "-C", str(workspace),
+                   env=traced_env(receiver.endpoint, SCV_TELEMETRY_FLUSH_MS="30000"))
+    assert proc.returncode == 0, proc.stderr
+    usage = {event["result"]["agent"]: event["result"]["usage"] for event in events(proc)
+             if event.get("type") == "tool.completed"}
+    spans = {span.name: span.attributes for span in receiver.wait_for("scv exec")}
+    claude, codex = spans["invoke_agent claude"], spans["invoke_agent codex"]
+
+    # Claude reports its cost: the span has it, where it came from, and the tokens.
+    assert usage["claude"]["cost_usd"] == pytest.approx(0.000144) and usage["claude"]["cost_source"] == "reported"
+    assert claude["scv.cost_usd"] == pytest.approx(0.000144) and claude["scv.cost_source"] == "reported"
+    assert int(claude["gen_ai.usage.output_tokens"]) == usage["claude"]["output_tokens"] == 5
+    assert int(claude["scv.usage.turns"]) == usage["claude"]["turns"] == 1
+
+    # Codex reports tokens but no cost: the tokens are there, no cost is made up. The GenAI input
+    # count includes cached input (the ledger's does not).
+    assert usage["codex"]["cost_usd"] is None and usage["codex"]["cached_input_tokens"] > 0
+    assert "scv.cost_usd" not in codex and "scv.cost_source" not in codex
+    assert int(codex["gen_ai.usage.input_tokens"]) == (usage["codex"]["input_tokens"]
+                                                       + usage["codex"]["cached_input_tokens"])
+    assert int(codex["gen_ai.usage.cache_read.input_tokens"]) == usage["codex"]["cached_input_tokens"]
+    assert int(codex["gen_ai.usage.output_tokens"]) == usage["codex"]["output_tokens"] > 0
