@@ -6,6 +6,7 @@ answers costs the run its bounded flush and one line. Real processes throughout.
 need the scv[otel] extra are marked `needs_otel` (tests/otel_extra.py) and skip without it; the
 rest (a run without the extra, `_meta` accepted untraced, ...) always run."""
 
+import json
 import os
 import subprocess
 import sys
@@ -381,3 +382,50 @@ def test_invoke_agent_spans_carry_the_usage_ledger_tokens_without_a_cost_and_the
                                                        + usage["codex"]["cached_input_tokens"])
     assert int(codex["gen_ai.usage.cache_read.input_tokens"]) == usage["codex"]["cached_input_tokens"]
     assert int(codex["gen_ai.usage.output_tokens"]) == usage["codex"]["output_tokens"] > 0
+
+
+@needs_otel
+def test_a_run_one_runner_sends_each_tasks_span_before_its_result(receiver, tmp_path, monkeypatch, workspace):
+    """What a Ray task's runner does (tests/test_tracing_ray.py runs it on a cluster): the task's
+    span is a child of the context its line carries, and it is at the collector by the time the
+    result line is written, though the runner goes on (the batch delay is left at 5 s)."""
+    from scv.batch.run_one import encode_task
+    from scv.batch.tasks import TaskLine
+    from tests.delegation_fakes import fake_agent
+    from tests.fakes import setup_fake_home
+    setup_fake_home(tmp_path, monkeypatch)
+    fake_agent(tmp_path, "codex", "printf '%s\\n' '{\"type\":\"item.completed\",\"item\":{\"id\":\"i\","
+                                  "\"type\":\"agent_message\",\"text\":\"done\"}}'\n")
+    driver = traceparent.parse(INCOMING)
+    env = traced_env(receiver.endpoint)
+    del env["TRACEPARENT"], env["TRACESTATE"]       # a runner's parent comes with each task
+    proc = subprocess.Popen([sys.executable, "-m", "scv", "batch", "--run-one", "-C", str(workspace)], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        def result_of(line: bytes) -> dict:
+            proc.stdin.write(line + b"\n")
+            proc.stdin.flush()
+            while True:
+                out = proc.stdout.readline()
+                assert out, proc.stderr.read()
+                if b'"result"' in out:
+                    return json.loads(out)["result"]
+
+        traced = result_of(encode_task(TaskLine(id="t1", prompt=SECRETS[1], agent="codex"), 1, 1, trace=driver))
+        assert traced["status"] == "completed"
+        [task] = [span for span in receiver.spans if span.name == "scv batch task"]
+        assert (task.trace_id, task.parent_id) == (TRACE_ID, INCOMING_SPAN)
+        assert task.attributes["scv.batch.task"] == "t1" and task.attributes["scv.batch.status"] == "completed"
+        untraced = result_of(encode_task(TaskLine(id="t2", prompt="x", agent="codex"), 2, 1))
+        assert untraced["status"] == "completed"
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    spans = receiver.spans
+    assert [span.name for span in spans if span.name == "scv batch task"] == ["scv batch task"]   # t2: no span
+    [agent] = [span for span in spans if span.name == "invoke_agent codex"]
+    assert agent.parent_id == task.span_id and {span.trace_id for span in spans} == {TRACE_ID}
+    assert not [body for body in receiver.raw if SECRETS[1].encode() in body]
