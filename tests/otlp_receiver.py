@@ -1,6 +1,8 @@
 """An in-memory OTLP/HTTP trace receiver on 127.0.0.1: it decodes each export (protobuf, or OTLP
 JSON turned back into the same protobuf message) with opentelemetry-proto's classes and keeps
-the spans, or, as a collector that never answers, holds every request until the test ends."""
+the spans, or, as a collector that never answers, holds every request until the test ends.
+Those classes (the scv[otel] extra) are imported when an export arrives, so a test that expects
+none can use the receiver without the extra."""
 
 import base64
 import json
@@ -9,10 +11,6 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
-
-from google.protobuf.json_format import MessageToDict, ParseDict
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (ExportTraceServiceRequest,
-                                                                      ExportTraceServiceResponse)
 
 from tests.loopback_http import serve_posts
 
@@ -27,6 +25,7 @@ class ReceivedSpan:
     events: list[tuple[str, dict[str, Any]]]
     service: str
     status_code: int
+    kind: int = 0               # OTLP's SpanKind: 1 internal, 2 server, 3 client
 
 
 @dataclass
@@ -36,6 +35,7 @@ class Export:
 
 
 def _values(attributes) -> dict[str, Any]:
+    from google.protobuf.json_format import MessageToDict
     found = {}
     for item in attributes:
         value = MessageToDict(item.value)
@@ -50,6 +50,8 @@ def _hex_ids_to_base64(item: dict) -> None:
 
 
 def decode(body: bytes, content_type: str) -> list[ReceivedSpan]:
+    from google.protobuf.json_format import ParseDict
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
     if content_type.startswith("application/json"):
         data = json.loads(body)
         for resource in data.get("resourceSpans", ()):
@@ -69,7 +71,7 @@ def decode(body: bytes, content_type: str) -> list[ReceivedSpan]:
                     name=span.name, trace_id=span.trace_id.hex(), span_id=span.span_id.hex(),
                     parent_id=span.parent_span_id.hex(), attributes=_values(span.attributes),
                     events=[(event.name, _values(event.attributes)) for event in span.events],
-                    service=service, status_code=span.status.code))
+                    service=service, status_code=span.status.code, kind=span.kind))
     return spans
 
 
@@ -91,6 +93,7 @@ class OtlpReceiver:
         if not self.answer:
             self._release.wait()        # a collector that never answers while the test runs
             return
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
         content_type = handler.headers.get("Content-Type", "")
         export = Export(content_type, decode(body, content_type) if handler.path == "/v1/traces" else [])
         with self._changed:

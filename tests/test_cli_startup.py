@@ -14,6 +14,7 @@ from scv.cli import COMMAND_HELP, COMMANDS, ScvGroup
 from tests.conftest import scv_env
 from tests.fake_openai import FakeOpenAI, Reply
 from tests.fakes import write_script
+from tests.otel_extra import needs_otel
 
 # Runs the CLI's real entry in this fresh process (click's `main`, as `python -m scv` does, but
 # without the quick exit, so the modules can be reported afterwards).
@@ -154,9 +155,9 @@ def test_exec_untraced_imports_no_opentelemetry(tmp_path, workspace, variables):
     assert [name for name in modules if name.startswith(("opentelemetry", "scv.telemetry.otel", "google"))] == []
 
 
+@needs_otel
 def test_exec_traced_imports_opentelemetry(tmp_path, workspace):
     """The other side of the test above: the same run with an endpoint loads the exporter."""
-    pytest.importorskip("opentelemetry.sdk")
     script = write_script(tmp_path / "s.jsonl", {"text": "done"})
     code, modules, out = modules_after(tmp_path, "exec", "--script", str(script), cwd=workspace,
                                        env=_otel_env(OTEL_EXPORTER_OTLP_ENDPOINT=CLOSED))

@@ -2,8 +2,11 @@
 `bash`, exporting to an in-memory OTLP/HTTP receiver (tests/otlp_receiver.py). Every span joins
 the incoming TRACEPARENT's trace as one tree, the command and the agent see their own span as
 parent, no span carries text unless the user's config allows it, and a collector that never
-answers costs the run its bounded flush and one line. Real processes throughout."""
+answers costs the run its bounded flush and one line. Real processes throughout. The tests that
+need the scv[otel] extra are marked `needs_otel` (tests/otel_extra.py) and skip without it; the
+rest (a run without the extra, `_meta` accepted untraced, ...) always run."""
 
+import json
 import os
 import subprocess
 import sys
@@ -15,10 +18,8 @@ from scv.core import traceparent
 from tests.agent_fakes import install, on_cli
 from tests.conftest import run_scv, scv_env
 from tests.fakes import events, write_script
-
-pytest.importorskip("opentelemetry.sdk")
-pytest.importorskip("opentelemetry.proto")
-from tests.otlp_receiver import OtlpReceiver  # noqa: E402  (needs the otel extra)
+from tests.otel_extra import needs_otel
+from tests.otlp_receiver import OtlpReceiver
 
 INCOMING = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 TRACE_ID, INCOMING_SPAN = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
@@ -46,6 +47,7 @@ def _texts(span) -> list[str]:
     return values
 
 
+@needs_otel
 @pytest.mark.parametrize("protocol, content_type", [("http/protobuf", "application/x-protobuf"),
                                                     ("http/json", "application/json")])
 def test_one_trace_from_the_run_through_the_agent_to_the_command(receiver, protocol, content_type, tmp_path,
@@ -107,6 +109,7 @@ def test_one_trace_from_the_run_through_the_agent_to_the_command(receiver, proto
     assert not [secret for secret in SECRETS for body in receiver.raw if secret.encode() in body]
 
 
+@needs_otel
 def test_content_true_in_the_users_config_puts_text_on_spans(receiver, tmp_path, workspace, scv_home):
     (scv_home / "config.toml").write_text("[telemetry]\ncontent = true\n")
     script = write_script(tmp_path / "s.jsonl", {"text": SECRETS[2]})
@@ -125,6 +128,7 @@ def test_a_project_config_cannot_turn_content_on(tmp_path, workspace):
     assert proc.returncode == 2 and "telemetry.content may not be set by a project config" in proc.stderr
 
 
+@needs_otel
 def test_a_collector_that_never_answers_costs_the_bounded_flush_and_one_line(tmp_path, workspace):
     silent = OtlpReceiver(answer=False)
     script = write_script(tmp_path / "s.jsonl", {"calls": [{"tool": "bash", "args": {"command": "true"}}]},
@@ -194,6 +198,7 @@ def test_without_the_extra_one_line_names_it(tmp_path, workspace):
     assert len(lines) == 1 and lines[0].startswith("scv: telemetry: ") and "scv[otel]" in lines[0], proc.stderr
 
 
+@needs_otel
 def test_over_acp_the_prompt_carries_the_agent_span_and_a_relayed_permission_is_an_event(
         receiver, tmp_path, user_home, workspace, scv_home):
     from tests.live_fakes import install_peer
@@ -247,6 +252,7 @@ def _serve_one_turn(clients, tmp_path, workspace, env) -> None:
     assert client.wait() == 0
 
 
+@needs_otel
 def test_a_served_turn_is_a_child_of_the_span_in_its_meta(clients, receiver, tmp_path, workspace):
     _serve_one_turn(clients, tmp_path, workspace, traced_env(receiver.endpoint, SCV_TELEMETRY_FLUSH_MS="30000"))
     spans = receiver.wait_for("scv server")
@@ -267,6 +273,7 @@ def test_meta_is_accepted_untraced_and_other_unknown_params_are_still_refused(cl
     assert "_metta" in client.response(2).error.message
 
 
+@needs_otel
 @pytest.mark.time_limit(300)
 def test_two_nested_scvs_continue_the_trace(receiver, tmp_path, monkeypatch, workspace, scv_home):
     """scv exec -> nested SCV (depth 1) -> nested SCV (depth 2) -> bash: each level's own run
@@ -324,6 +331,7 @@ def test_two_nested_scvs_continue_the_trace(receiver, tmp_path, monkeypatch, wor
     assert depth(bash) == 8     # under exec: turn, tool, agent, turn, tool, agent, turn, tool (two levels)
 
 
+@needs_otel
 def test_scv_batch_traces_its_run_and_each_task(receiver, tmp_path, user_home, workspace, scv_home):
     (scv_home / "config.toml").write_text(on_cli())
     codex = install(user_home / ".local" / "bin", "codex", tmp_path / "log" / "codex")
@@ -348,3 +356,84 @@ def test_scv_batch_traces_its_run_and_each_task(receiver, tmp_path, user_home, w
     assert handed == {agent.span_id for agent in agents}
     assert all(span.parent_id in ids for span in spans if span is not root)
     assert not [span for span in spans if any(SECRETS[1] in text for text in _texts(span))]
+
+
+@needs_otel
+def test_invoke_agent_spans_carry_the_usage_ledger_tokens_without_a_cost_and_the_cost_with_its_source(
+        receiver, tmp_path, user_home, workspace, scv_home):
+    (scv_home / "config.toml").write_text(on_cli())
+    install(user_home / ".local" / "bin", "claude", tmp_path / "log" / "claude").replay("claude", "resume_turn1")
+    install(user_home / ".local" / "bin", "codex", tmp_path / "log" / "codex").replay("codex", "resume_0_first")
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [{"id": "a", "tool": "agent", "args": {"agent": "claude", "prompt": "one"}}]},
+                          {"calls": [{"id": "b", "tool": "agent", "args": {"agent": "codex", "prompt": "two"}}]},
+                          {"text": "done"})
+    proc = run_scv("exec", "--script", str(script), "--json", "--auto-approve", "-C", str(workspace),
+                   env=traced_env(receiver.endpoint, SCV_TELEMETRY_FLUSH_MS="30000"))
+    assert proc.returncode == 0, proc.stderr
+    usage = {event["result"]["agent"]: event["result"]["usage"] for event in events(proc)
+             if event.get("type") == "tool.completed"}
+    spans = {span.name: span.attributes for span in receiver.wait_for("scv exec")}
+    claude, codex = spans["invoke_agent claude"], spans["invoke_agent codex"]
+
+    # Claude reports its cost: the span has it, where it came from, and the tokens.
+    assert usage["claude"]["cost_usd"] == pytest.approx(0.000144) and usage["claude"]["cost_source"] == "reported"
+    assert claude["scv.cost_usd"] == pytest.approx(0.000144) and claude["scv.cost_source"] == "reported"
+    assert int(claude["gen_ai.usage.output_tokens"]) == usage["claude"]["output_tokens"] == 5
+    assert int(claude["scv.usage.turns"]) == usage["claude"]["turns"] == 1
+
+    # Codex reports tokens but no cost: the tokens are there, no cost is made up. The GenAI input
+    # count includes cached input (the ledger's does not).
+    assert usage["codex"]["cost_usd"] is None and usage["codex"]["cached_input_tokens"] > 0
+    assert "scv.cost_usd" not in codex and "scv.cost_source" not in codex
+    assert int(codex["gen_ai.usage.input_tokens"]) == (usage["codex"]["input_tokens"]
+                                                       + usage["codex"]["cached_input_tokens"])
+    assert int(codex["gen_ai.usage.cache_read.input_tokens"]) == usage["codex"]["cached_input_tokens"]
+    assert int(codex["gen_ai.usage.output_tokens"]) == usage["codex"]["output_tokens"] > 0
+
+
+@needs_otel
+def test_a_run_one_runner_sends_each_tasks_span_before_its_result(receiver, tmp_path, monkeypatch, workspace):
+    """What a Ray task's runner does (tests/test_tracing_ray.py runs it on a cluster): the task's
+    span is a child of the context its line carries, and it is at the collector by the time the
+    result line is written, though the runner goes on (the batch delay is left at 5 s)."""
+    from scv.batch.run_one import encode_task
+    from scv.batch.tasks import TaskLine
+    from tests.delegation_fakes import fake_agent
+    from tests.fakes import setup_fake_home
+    setup_fake_home(tmp_path, monkeypatch)
+    fake_agent(tmp_path, "codex", "printf '%s\\n' '{\"type\":\"item.completed\",\"item\":{\"id\":\"i\","
+                                  "\"type\":\"agent_message\",\"text\":\"done\"}}'\n")
+    driver = traceparent.parse(INCOMING)
+    env = traced_env(receiver.endpoint)
+    del env["TRACEPARENT"], env["TRACESTATE"]       # a runner's parent comes with each task
+    proc = subprocess.Popen([sys.executable, "-m", "scv", "batch", "--run-one", "-C", str(workspace)], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        def result_of(line: bytes) -> dict:
+            proc.stdin.write(line + b"\n")
+            proc.stdin.flush()
+            while True:
+                out = proc.stdout.readline()
+                assert out, proc.stderr.read()
+                if b'"result"' in out:
+                    return json.loads(out)["result"]
+
+        traced = result_of(encode_task(TaskLine(id="t1", prompt=SECRETS[1], agent="codex"), 1, 1, trace=driver))
+        assert traced["status"] == "completed"
+        [task] = [span for span in receiver.spans if span.name == "scv batch task"]
+        assert (task.trace_id, task.parent_id) == (TRACE_ID, INCOMING_SPAN)
+        assert task.attributes["scv.batch.task"] == "t1" and task.attributes["scv.batch.status"] == "completed"
+        untraced = result_of(encode_task(TaskLine(id="t2", prompt="x", agent="codex"), 2, 1))
+        assert untraced["status"] == "completed"
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    spans = receiver.spans
+    assert [span.name for span in spans if span.name == "scv batch task"] == ["scv batch task"]   # t2: no span
+    [agent] = [span for span in spans if span.name == "invoke_agent codex"]
+    assert agent.parent_id == task.span_id and {span.trace_id for span in spans} == {TRACE_ID}
+    assert not [body for body in receiver.raw if SECRETS[1].encode() in body]

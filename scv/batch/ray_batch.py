@@ -2,6 +2,7 @@
 agents: this machine needs none), then the tasks run on the cluster at `--address` (or `auto`),
 or on a private one-machine Ray started for the run when no address is given."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -11,7 +12,10 @@ from scv.batch.remote_check import checker
 from scv.batch.runner import BatchRunner
 from scv.cluster.settings import ClusterError, default_token
 from scv.config.load import scv_home
-from scv.core.errors import UsageError
+from scv.core.errors import EXIT_FAILED, EXIT_OK, UsageError
+from scv.telemetry.settings import passed_on
+from scv.telemetry.spans import Run
+from scv.telemetry.start import start_run
 
 DEFAULT_SCHEDULE_TIMEOUT = 600.0
 REPORT_SECONDS = 2.0
@@ -58,6 +62,7 @@ def run_ray_batch(file: Path, *, output: Path | None, parallel: int | None, quie
     if output is not None:
         results.completed_lines(output)     # a foreign output file is refused before anything starts
     private = sink = None
+    run, code = Run(), EXIT_FAILED
     try:
         if address is None:
             private = _start_private(ctx, parallel)
@@ -65,22 +70,32 @@ def run_ray_batch(file: Path, *, output: Path | None, parallel: int | None, quie
             from scv.cluster.connect import connect_driver
             connect_driver(_address(address), token)
         from scv.batch.ray_engine import RayEngine
+        run = start_run("scv batch", {"scv.batch.engine": "ray"})
+        # Each task's span on its node is a child of this run's: the task carries it, and the
+        # variables that make the node's runner export where this process does.
+        telemetry = passed_on(os.environ) if run.span.recording else None
         sink, todo, skipped = open_output(output, batch)
         if quota is not None:
             quota.retarget = lambda task, agent: move_to(task, agent, check)
-        engine = RayEngine(tick=private.report if private is not None else None, tick_seconds=REPORT_SECONDS)
+        engine = RayEngine(tick=private.report if private is not None else None, tick_seconds=REPORT_SECONDS,
+                           trace=run.span.context, telemetry=telemetry)
         limit = parallel or max(1, sum(engine.capacity().values()))
+        run.span.set({"scv.batch.parallel": limit})
         runner = BatchRunner(engine, todo, sink, progress.choose(sys.stderr, quiet), parallel=limit,
                              prefer=ctx.config.agent.prefer, schedule_timeout=schedule_timeout or
                              DEFAULT_SCHEDULE_TIMEOUT, retries=retries or 0, skipped=skipped, quota=quota)
         return drive(runner, sink)
     finally:
-        if sink is not None:
-            sink.close()
-        if private is not None:
-            private.stop()
-        else:
-            _disconnect()
+        try:
+            if sink is not None:
+                sink.close()
+            if private is not None:
+                private.stop()
+            else:
+                _disconnect()
+        finally:
+            run.span.set({"scv.exit_code": code})
+            run.finish(None if code == EXIT_OK else f"exit status {code}")
 
 
 def _start_private(ctx, parallel: int | None):

@@ -15,6 +15,7 @@ import ray.exceptions as rx
 from scv.batch.engine import CANCELLED, LOST, Event, Finished, Node, Progress, Started, Submission
 from scv.batch.run_one import encode_task
 from scv.cluster.settings import AGENT_RESOURCE, slots_resource
+from scv.core.traceparent import TraceContext
 
 # The driver waits this long for cancelled tasks (each runner's teardown), then force-cancels.
 CANCEL_WAIT_SECONDS = 12.0
@@ -33,9 +34,13 @@ def _first_line(exc: BaseException) -> str:
 class RayEngine:
     cancel_wait = CANCEL_WAIT_SECONDS
 
-    def __init__(self, tick: Callable[[], None] | None = None, tick_seconds: float = 2.0):
+    def __init__(self, tick: Callable[[], None] | None = None, tick_seconds: float = 2.0,
+                 trace: TraceContext | None = None, telemetry: dict[str, str] | None = None):
+        """`trace`: the batch's span, each task's parent; `telemetry`: the OTEL_* variables that
+        make a node's runner export where this driver does (both None when it does not trace)."""
         from scv.batch.ray_task import run_task
         self._run_task = run_task
+        self._trace, self._telemetry = trace, telemetry or None
         self._tick, self._tick_seconds, self._ticked = tick, tick_seconds, 0.0
         self._gens: dict[tuple[str, int], Any] = {}
         self._nodes: dict[tuple[str, int], Node] = {}
@@ -75,9 +80,10 @@ class RayEngine:
 
     def submit(self, submission: Submission) -> None:
         task = submission.task
-        payload = encode_task(task.spec, task.line, submission.attempt, task.batch)
+        payload = encode_task(task.spec, task.line, submission.attempt, task.batch, self._trace)
         self._gens[submission.key] = self._run_task.options(
-            resources={slots_resource(task.agent): 1}, name=f"scv {task.id} #{submission.attempt}").remote(payload)
+            resources={slots_resource(task.agent): 1}, name=f"scv {task.id} #{submission.attempt}").remote(
+                payload, self._telemetry)
 
     def wake(self) -> None:
         """Nothing to do: ray.wait returns within the runner's poll, the shortest the display allows."""

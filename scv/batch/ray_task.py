@@ -23,15 +23,26 @@ from scv.batch.run_one import PARENT_VARIABLE, ResultLine, decode_line
 from scv.cluster import WORKSPACE_VARIABLE
 from scv.core.lines import LineSplitter
 from scv.core.stopping import SETTLE_SECONDS
+from scv.core.traceparent import TRACEPARENT, TRACESTATE
+from scv.telemetry.settings import PASSED_ON_NAMES, PASSED_ON_PREFIXES
 
 PUMP_SECONDS = 0.2
 STDERR_TAIL = 4096
 MAX_LINE = 1 << 20
 
 
-def runner_environment(inherited: dict[str, str]) -> dict[str, str]:
-    """The worker's environment minus Ray's own (its token path and addresses stay with Ray)."""
-    env = {name: value for name, value in inherited.items() if not name.startswith("RAY_")}
+def _telemetry_variable(name: str) -> bool:
+    return name.startswith(PASSED_ON_PREFIXES) or name in PASSED_ON_NAMES
+
+
+def runner_environment(inherited: dict[str, str], telemetry: dict[str, str] | None = None) -> dict[str, str]:
+    """The worker's environment minus Ray's own (its token path and addresses stay with Ray) and
+    any TRACEPARENT (each task carries its own parent); a tracing driver's `telemetry` variables
+    replace the node's, so the runner exports where the driver does."""
+    env = {name: value for name, value in inherited.items()
+           if not name.startswith("RAY_") and name not in (TRACEPARENT, TRACESTATE)
+           and not (telemetry and _telemetry_variable(name))}
+    env.update(telemetry or {})
     env[PARENT_VARIABLE] = str(os.getpid())
     return env
 
@@ -41,10 +52,11 @@ class _RunOneProcess:
     # may ship the task function by value, with globals of its own; the class is imported.
     kept: "_RunOneProcess | None" = None
 
-    def __init__(self):
+    def __init__(self, telemetry: dict[str, str]):
+        self.telemetry = telemetry
         # From this (the task's main) thread: the runner's death signal follows the thread that forked it.
         self.proc = subprocess.Popen([sys.executable, "-m", "scv", "batch", "--run-one"],
-                                     env=runner_environment(dict(os.environ)),
+                                     env=runner_environment(dict(os.environ), telemetry),
                                      cwd=os.environ.get(WORKSPACE_VARIABLE) or None, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         proc = self.proc
@@ -125,11 +137,16 @@ class _RunOneProcess:
 
 
 @ray.remote(num_cpus=0, max_retries=0)
-def run_task(payload: bytes):
+def run_task(payload: bytes, telemetry: dict[str, str] | None = None):
+    """`telemetry`: the driver's OTEL_* variables when it traces (scv/telemetry/settings.py)."""
     host = socket.gethostname()
     yield {"type": "started", "node_id": ray.get_runtime_context().get_node_id(), "host": host}
-    if _RunOneProcess.kept is None or not _RunOneProcess.kept.usable():
-        _RunOneProcess.kept = _RunOneProcess()
+    telemetry = telemetry or {}
+    kept = _RunOneProcess.kept
+    if kept is not None and kept.usable() and kept.telemetry != telemetry:
+        kept.stop()         # a runner exports where it was started to: another driver's needs its own
+    if kept is None or not kept.usable():
+        _RunOneProcess.kept = _RunOneProcess(telemetry)
     runner = _RunOneProcess.kept
     try:
         yield from runner.messages(payload)

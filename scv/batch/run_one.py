@@ -35,6 +35,9 @@ from scv.core.cancellation import Cancellation
 from scv.core.errors import EXIT_USAGE, ScvError
 from scv.core.lines import TOO_LONG, LineReader
 from scv.core.signals import on_stop_signals
+from scv.core.traceparent import TraceContext
+from scv.telemetry.spans import NO_SPAN, Run, Span
+from scv.telemetry.start import start_run
 
 PARENT_VARIABLE = "SCV_RUN_ONE_PARENT"
 MAX_INPUT_BYTES = 1 << 20
@@ -46,6 +49,7 @@ class OneTask(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     line: int = 0
     attempt: int = 1
     batch: str = "stdout"       # <batch> in an isolated task's branch name
+    trace: TraceContext | None = None   # the driver's batch span: this task's span is its child
 
 
 class ProgressLine(msgspec.Struct, tag="progress", tag_field="type"):
@@ -68,8 +72,9 @@ def decode_line(raw: bytes) -> RunOneLine:
     return _line_decoder.decode(raw)
 
 
-def encode_task(task: TaskLine, line: int, attempt: int, batch: str = "stdout") -> bytes:
-    return _encoder.encode(OneTask(task=task, line=line, attempt=attempt, batch=batch))
+def encode_task(task: TaskLine, line: int, attempt: int, batch: str = "stdout",
+                trace: TraceContext | None = None) -> bytes:
+    return _encoder.encode(OneTask(task=task, line=line, attempt=attempt, batch=batch, trace=trace))
 
 
 class _Out:
@@ -154,6 +159,7 @@ class _CallPath:
         self.calls = None
         self.engine = None
         self.batch = "stdout"
+        self.tracing: Run | None = None
 
     def _open(self) -> None:
         from scv.batch.local_engine import AgentCalls, LocalEngine
@@ -178,6 +184,7 @@ class _CallPath:
             prepared = self.calls.prepare(one.task.agent_args())
         except ScvError as err:
             return {"agent": one.task.agent, "status": "failed", "error": str(err)}
+        self.calls.trace = self._trace_under(one.trace)
         submission = Submission(Task(one.line, one.task, prepared), one.attempt)
         self.engine.submit(submission)
         cancelled = False
@@ -190,10 +197,27 @@ class _CallPath:
                 if isinstance(event, Progress):
                     out.send(ProgressLine(event.text))
                 elif isinstance(event, Finished):
+                    if self.tracing is not None:
+                        # The runner outlives the driver's wait for this result: its spans go now.
+                        self.tracing.flush()
                     return event.value
 
+    def _trace_under(self, parent: TraceContext | None) -> Span:
+        """The span this task's span goes under: the driver's batch span, in the driver's trace.
+        The runner has no run span of its own: it serves tasks of any batch. A task of a driver
+        that does not trace is not traced."""
+        if parent is None:
+            return NO_SPAN
+        if self.tracing is None:
+            self.tracing = start_run(None)      # after the supervisor (opened above): it starts a thread
+        return self.tracing.span.remote(parent)
+
     def close(self) -> None:
-        if self.engine is not None:
-            self.engine.close()
-        if self.calls is not None:
-            self.calls.close()
+        try:
+            if self.engine is not None:
+                self.engine.close()
+            if self.calls is not None:
+                self.calls.close()
+        finally:
+            if self.tracing is not None:
+                self.tracing.finish()

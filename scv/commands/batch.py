@@ -146,7 +146,7 @@ def _local(file: Path, output: Path | None, parallel: int | None, quiet: bool, w
         raise UsageError(f"--parallel {limit} is more than the local engine runs at once ({LOCAL_MAX_PARALLEL}); "
                          "pass at most that, or use --engine ray")
     calls = AgentCalls(workspace, limit)
-    run = start_run("scv batch", {"scv.batch.parallel": limit})    # after the supervisor: it starts a thread
+    run = start_run("scv batch", {"scv.batch.engine": "local", "scv.batch.parallel": limit})    # after the supervisor: it starts a thread
     calls.trace = run.span
     code = EXIT_FAILED
     try:

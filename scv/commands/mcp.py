@@ -35,6 +35,8 @@ def mcp_command(workspace: str | None, tools: str, auto_approve: bool, host: str
         print(config_snippet(host))
         return
     from scv.protocol.mcp_server import OPTIONAL_TOOLS, McpServer
+    from scv.protocol.mcp_spans import TRANSPORT
+    from scv.telemetry.start import start_run
     wanted = tuple(t.strip() for t in tools.split(",") if t.strip())
     unknown = [t for t in wanted if t not in OPTIONAL_TOOLS]
     if unknown:
@@ -42,12 +44,17 @@ def mcp_command(workspace: str | None, tools: str, auto_approve: bool, host: str
                          "--tools")
     supervisor = Supervisor(preload=executor_modules())     # before any thread
     start_tracking(supervisor)
+    run = start_run("scv mcp", TRANSPORT)       # after the supervisor: tracing starts a thread
+    code = 1
     try:
         server = McpServer(supervisor, sys.stdin.buffer, sys.stdout.buffer, workspace=workspace, tools=wanted,
-                           auto_approve=auto_approve)
+                           auto_approve=auto_approve, trace=run.span)
         code = server.serve()
     finally:
-        supervisor.close()
+        try:
+            supervisor.close()
+        finally:
+            run.finish(None if code == 0 else f"exit status {code}")
     sys.exit(code)
 
 

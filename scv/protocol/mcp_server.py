@@ -31,10 +31,12 @@ from scv.core.messages import ApprovalRequest, Result
 from scv.core.risk import Risk
 from scv.core.signals import on_stop_signals
 from scv.core.stopping import SETTLE_SECONDS
+from scv.protocol import mcp_spans
 from scv.session.calls import ToolRunner
 from scv.session.context import load_context
 from scv.supervision.approval import Verdict, policy_verdict, relayed_verdict
 from scv.supervision.supervisor import Supervisor
+from scv.telemetry.spans import NO_SPAN, Span
 from scv.tools.registry import build_registry
 from scv.tools.services import open_services
 
@@ -115,8 +117,10 @@ class _Question:
 
 class McpServer:
     def __init__(self, supervisor: Supervisor, stdin: BinaryIO, stdout: BinaryIO, *, workspace: str | None,
-                 tools: tuple[str, ...] = (), auto_approve: bool = False):
+                 tools: tuple[str, ...] = (), auto_approve: bool = False, trace: Span = NO_SPAN):
         self.supervisor = supervisor
+        self.trace = trace          # the connection's run span (scv/protocol/mcp_spans.py)
+        self.version = ""
         self.stdin, self.stdout = stdin, stdout
         self.auto_approve = auto_approve
         self.ctx = load_context(workspace)
@@ -214,6 +218,8 @@ class McpServer:
                 params = jsonrpc.decode_as(message.params, InitializeParams, "the host's")
                 self.elicitation = isinstance(params.capabilities.get("elicitation"), dict)
                 version = params.protocol_version if params.protocol_version in VERSIONS else VERSIONS[0]
+                self.version = version
+                self.trace.set({"mcp.protocol.version": version})
                 self.initialized = True
                 self.tasks = version == TASKS_FROM
                 capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
@@ -324,18 +330,22 @@ class McpServer:
 
     def _run(self, rid, params: CallParams, call: _Call, task: _Task | None = None) -> None:
         token = (params._meta or {}).get("progressToken")
+        span = mcp_spans.call_span(self.trace, params.name, rid, params._meta, self.version, params.arguments,
+                                   self.ctx.config)
+        approval: list[str | None] = [None]
         try:
-            result = self._call(params, call.cancel, token, task)
+            result = self._call(params, call.cancel, token, span, approval, task)
         except BaseException as err:        # a defect must still answer the host
             result = Result(ok=False, value={"error": f"scv mcp failed to run the call: {err}"})
         finally:
             with self._lock:
                 self._calls.pop(rid, None)
-        if call.silenced:
-            return
         value = result.value
         failed = not result.ok or "error" in value or (params.name == "agent" and not value.get("background")
                                                        and value.get("status") not in (None, "completed"))
+        mcp_spans.end_call(span, failed, value, approval[0])
+        if call.silenced:
+            return
         answer = {"content": [{"type": "text", "text": msgspec.json.encode(value).decode()}],
                   "structuredContent": value, "isError": failed}
         if task is not None:
@@ -346,14 +356,27 @@ class McpServer:
             return
         self._send("respond", rid, answer)
 
-    def _call(self, params: CallParams, cancel: Cancellation, token, task: _Task | None = None) -> Result:
+    def _call(self, params: CallParams, cancel: Cancellation, token, span: Span,
+              approval: list[str | None], task: _Task | None = None) -> Result:
+        """`approval` gets how the call was approved, for its span."""
         runner = ToolRunner(self.supervisor, self.registry, self.ctx, approver=lambda *_: False,
                             jobs=self.services.jobs)
+        asked: list[bool] = []
+
+        def approver(tool: str, risk: Risk, summary: str) -> bool:
+            asked.append(self.elicitation and not self.auto_approve)    # else the flag decides (see _ask)
+            return self._ask(tool, risk, summary, cancel, task)
         try:
             prepared = runner.prepare(params.name, params.arguments or {})
-            runner.approve(prepared, approver=lambda tool, risk, summary: self._ask(tool, risk, summary, cancel, task))
         except RefusedError as err:
             return Result(ok=False, value={"error": str(err), "refused": True})
+        span.set({"scv.tool.risk": prepared.risk.value})
+        try:
+            runner.approve(prepared, approver=approver)
+        except RefusedError as err:
+            approval[0] = "denied"
+            return Result(ok=False, value={"error": str(err), "refused": True})
+        approval[0] = "approved" if any(asked) else "auto"
         if cancel.cancelled:
             return Result(ok=False, value={"error": "the call was cancelled before it ran"})
         count = [0]
@@ -369,7 +392,7 @@ class McpServer:
             return relayed_verdict(self.ctx.config.tools.approval_policy, ask,
                                    lambda risk: self._ask(ask.tool, risk, ask.summary, cancel, task))
         try:
-            return runner.run(prepared, cancel=cancel, on_progress=progress, on_approval=relayed)
+            return runner.run(prepared, cancel=cancel, on_progress=progress, on_approval=relayed, span=span)
         except ScvError as err:
             return Result(ok=False, value={"error": str(err)})
 

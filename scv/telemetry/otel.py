@@ -15,6 +15,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections import deque
 from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit
@@ -48,9 +49,10 @@ class OtelSpan(Span):
         self._span = span
         self._tracer = tracer
 
-    def child(self, name: str, attributes: Attributes | None = None, *, client: bool = False) -> Span:
-        span = self._tracer.start_span(name, context=api.set_span_in_context(self._span),
-                                       kind=api.SpanKind.CLIENT if client else api.SpanKind.INTERNAL,
+    def child(self, name: str, attributes: Attributes | None = None, *, client: bool = False,
+              server: bool = False) -> Span:
+        kind = api.SpanKind.CLIENT if client else api.SpanKind.SERVER if server else api.SpanKind.INTERNAL
+        span = self._tracer.start_span(name, context=api.set_span_in_context(self._span), kind=kind,
                                        attributes=_clean(attributes))
         return OtelSpan(span, self._tracer)
 
@@ -68,6 +70,8 @@ class OtelSpan(Span):
     @property
     def context(self) -> TraceContext | None:
         own = self._span.get_span_context()
+        if not own.is_valid:        # the span of a run that has none of its own (see start)
+            return None
         return TraceContext(format(own.trace_id, "032x"), format(own.span_id, "016x"), int(own.trace_flags),
                             own.trace_state.to_header())
 
@@ -132,6 +136,8 @@ class BoundedBatch(SpanProcessor):
         self._delay = _env_number("OTEL_BSP_SCHEDULE_DELAY", 5000) / 1000
         self._queue: deque[ReadableSpan] = deque()
         self._lock = threading.Lock()
+        self._drained = threading.Condition(self._lock)     # the queue is empty and no export runs
+        self._sending = False
         self._wake = threading.Event()
         self._closing = False
         self.ended = 0
@@ -161,8 +167,10 @@ class BoundedBatch(SpanProcessor):
             while True:
                 with self._lock:
                     batch = [self._queue.popleft() for _ in range(min(self._batch, len(self._queue)))]
-                if not batch:
-                    break
+                    self._sending = bool(batch)
+                    if not batch:
+                        self._drained.notify_all()
+                        break
                 try:
                     delivered = self._exporter.export(batch) is SpanExportResult.SUCCESS
                 except Exception:        # an exporter's bug loses these spans, never the run
@@ -172,6 +180,19 @@ class BoundedBatch(SpanProcessor):
                         self.sent += len(batch)
             if closing:
                 return
+
+    def flush(self, seconds: float) -> bool:
+        """Sends what is queued now, waiting at most `seconds`; False when some is still queued
+        or on its way (it stays queued)."""
+        deadline = time.monotonic() + seconds
+        with self._drained:
+            self._wake.set()
+            while self._queue or self._sending:
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._thread.is_alive():
+                    return False
+                self._drained.wait(left)
+        return True
 
     def close(self, seconds: float) -> int:
         """Sends what is queued, waiting at most `seconds`; the number of spans not delivered."""
@@ -195,12 +216,19 @@ class OtelRun(Run):
         self.span = span
         self._batch = batch
 
+    def flush(self) -> None:
+        self._batch.flush(_flush_seconds())
+
     def finish(self, error: str | None = None) -> None:
         self.span.end(error)
-        lost = self._batch.close(_env_number("SCV_TELEMETRY_FLUSH_MS", FLUSH_MS) / 1000)
+        lost = self._batch.close(_flush_seconds())
         if lost > 0:
             print(f"scv: telemetry: {lost} of {self._batch.ended} spans were dropped: the collector at "
                   f"{_shown(self.settings.endpoint)} did not take them in time", file=sys.stderr, flush=True)
+
+
+def _flush_seconds() -> float:
+    return _env_number("SCV_TELEMETRY_FLUSH_MS", FLUSH_MS) / 1000
 
 
 def _shown(url: str) -> str:
@@ -229,7 +257,10 @@ def _incoming(parent: TraceContext | None) -> Context:
     return Context() if parent is None else api.set_span_in_context(_remote_span(parent), Context())
 
 
-def start(settings: TraceSettings, name: str, attributes: Mapping[str, Any], parent: TraceContext | None) -> Run:
+def start(settings: TraceSettings, name: str | None, attributes: Mapping[str, Any],
+          parent: TraceContext | None) -> Run:
+    """The run `name`, a child of `parent`; with no name the run has no span of its own (its
+    span records nothing, and its remote() is each piece of work's parent)."""
     _silence()
     exporter = (JsonExporter(settings.endpoint) if settings.protocol == "http/json"
                 else OTLPSpanExporter(endpoint=settings.endpoint))
@@ -237,6 +268,8 @@ def start(settings: TraceSettings, name: str, attributes: Mapping[str, Any], par
     provider = TracerProvider(resource=Resource.create({SERVICE_NAME: settings.service}), shutdown_on_exit=False)
     provider.add_span_processor(batch)
     tracer = provider.get_tracer("scv", __version__)
+    if name is None:
+        return OtelRun(settings, batch, OtelSpan(api.INVALID_SPAN, tracer))
     span = tracer.start_span(name, context=_incoming(parent), kind=api.SpanKind.SERVER if parent else
                              api.SpanKind.INTERNAL, attributes=_clean(attributes))
     return OtelRun(settings, batch, OtelSpan(span, tracer))

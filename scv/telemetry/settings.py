@@ -46,3 +46,19 @@ def decide(environ: Mapping[str, str]) -> tuple[TraceSettings | None, str | None
     else:
         url = (endpoint or DEFAULT_ENDPOINT).rstrip("/") + TRACES_PATH
     return TraceSettings(url, protocol, _value(environ, "OTEL_SERVICE_NAME") or "scv"), None
+
+
+# What a process started elsewhere (a Ray task's runner on another node) needs to export its
+# spans where this one does: the OTEL_* variables and SCV's own bound on the flush.
+PASSED_ON_PREFIXES = ("OTEL_",)
+PASSED_ON_NAMES = frozenset({"SCV_TELEMETRY_FLUSH_MS"})
+
+
+def passed_on(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables that make such a process export as this one does; {} when this one does
+    not trace (then that process keeps its own environment's choice)."""
+    settings, _ = decide(environ)
+    if settings is None:
+        return {}
+    return {name: value for name, value in environ.items()
+            if name.startswith(PASSED_ON_PREFIXES) or name in PASSED_ON_NAMES}

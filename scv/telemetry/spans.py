@@ -20,8 +20,10 @@ class Span:
     __slots__ = ()
     recording: ClassVar[bool] = False
 
-    def child(self, name: str, attributes: Attributes | None = None, *, client: bool = False) -> "Span":
-        """A new span under this one (`client`: a request to another service, such as a model)."""
+    def child(self, name: str, attributes: Attributes | None = None, *, client: bool = False,
+              server: bool = False) -> "Span":
+        """A new span under this one (`client`: a request to another service, such as a model;
+        `server`: the handling of a request another process sent, such as an MCP host's call)."""
         return self
 
     def set(self, attributes: Attributes) -> None:
@@ -52,6 +54,11 @@ class Run:
     base class is a run that is not traced."""
 
     span: Span = NO_SPAN
+
+    def flush(self) -> None:
+        """Sends the spans that ended so far, waiting at most the bound of the flush at exit; what
+        is not sent by then stays queued. For a process that serves work for others (a Ray
+        task's runner), whose exit may never come in an orderly way."""
 
     def finish(self, error: str | None = None) -> None:
         """Ends the run's span and sends what is left, waiting at most 200 ms (SCV_TELEMETRY_FLUSH_MS)."""

@@ -13,10 +13,13 @@ MISSING_EXTRA = ("scv: telemetry: the OTEL_* variables ask for traces, but OpenT
                  "it with pip install 'scv[otel]'; this run is not traced")
 
 
-def start_run(name: str, attributes: Attributes | None = None,
+def start_run(name: str | None, attributes: Attributes | None = None,
               environ: Mapping[str, str] = os.environ) -> Run:
     """The run `name` (such as "scv exec"), traced when the OTEL_* variables say so and a child of
-    the incoming TRACEPARENT. Call it after the Supervisor exists: tracing starts a thread."""
+    the incoming TRACEPARENT. Call it after the Supervisor exists: tracing starts a thread.
+
+    With `name` None the process has no span of its own: it serves work that belongs to other
+    traces (a Ray task's runner), and each piece's spans go under `run.span.remote(context)`."""
     settings, notice = decide(environ)
     if notice is not None:
         print(notice, file=sys.stderr, flush=True)
@@ -27,4 +30,4 @@ def start_run(name: str, attributes: Attributes | None = None,
     except ImportError:
         print(MISSING_EXTRA, file=sys.stderr, flush=True)
         return Run()
-    return otel.start(settings, name, attributes or {}, from_environ(environ))
+    return otel.start(settings, name, attributes or {}, None if name is None else from_environ(environ))

@@ -18,7 +18,6 @@ from scv.session import turn_loop
 from scv.session.session import Session
 from scv.session.turn_loop import Phase
 from scv.supervision.supervisor import Supervisor
-from scv.telemetry import otel
 from scv.telemetry.settings import TraceSettings
 from scv.telemetry.spans import NO_SPAN
 from scv.tools.base import ToolContext
@@ -45,6 +44,11 @@ def _exec(script: Path, workspace: Path, env: dict[str, str]) -> None:
 
 
 def main() -> None:
+    try:
+        from scv.telemetry import otel
+    except ImportError as err:
+        line("skipped: needs the scv[otel] extra (pip install 'scv[otel]')", str(err))
+        return
     receiver = OtlpReceiver()
     try:
         with tempfile.TemporaryDirectory() as tmp:

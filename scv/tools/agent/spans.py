@@ -4,8 +4,11 @@ The delegated prompt and reply are text: on the span only with `[telemetry] cont
 
 from typing import Any
 
+import msgspec
+
 from scv.config.load import Config
 from scv.core.agents.descriptors import ACP, NESTED, RESUME
+from scv.core.usage import Usage
 from scv.telemetry.spans import Span
 from scv.tools.agent.backend import AgentCall
 
@@ -24,16 +27,31 @@ def agent_span(parent: Span, call: AgentCall, config: Config) -> Span:
     return span
 
 
+def usage_attributes(raw: Any) -> dict[str, Any]:
+    """A result's usage (the ledger's shape, scv/core/usage.py) in the GenAI conventions' keys,
+    whose input count includes cached input (the ledger's excludes it), and SCV's own: the
+    model rounds, and the cost with where it came from. What the agent did not report is left
+    out: tokens go on the span when the cost is unknown, and a cost without tokens too."""
+    try:
+        usage = msgspec.convert(raw, Usage)
+    except msgspec.ValidationError:     # no usage, or not the ledger's: nothing to say
+        return {}
+    input_tokens = usage.input_tokens
+    if usage.cached_input_tokens is not None:
+        input_tokens = (input_tokens or 0) + usage.cached_input_tokens
+    return {"gen_ai.usage.input_tokens": input_tokens,
+            "gen_ai.usage.cache_read.input_tokens": usage.cached_input_tokens,
+            "gen_ai.usage.output_tokens": usage.output_tokens, "scv.usage.turns": usage.turns,
+            "scv.cost_usd": usage.cost_usd, "scv.cost_source": usage.cost_source}
+
+
 def end_agent(span: Span, value: dict[str, Any], config: Config) -> None:
     if not span.recording:
         return
-    usage = value.get("usage") if isinstance(value.get("usage"), dict) else {}
     status = value.get("status")
     span.set({"gen_ai.conversation.id": value.get("session"), "scv.agent.turn": value.get("turn"),
               "scv.agent.status": status, "scv.agent.exit_code": value.get("exit_code"),
-              **{f"gen_ai.usage.{key}": number for key, number in usage.items()
-                 if isinstance(number, (int, float)) and not isinstance(number, bool) and key != "cost_usd"},
-              "scv.cost_usd": usage.get("cost_usd", value.get("cost_usd"))})
+              **usage_attributes(value.get("usage"))})
     if config.telemetry.content and isinstance(value.get("reply"), str):
         span.set({"scv.reply": value["reply"]})
     span.end(None if status == "completed" else str(status))
