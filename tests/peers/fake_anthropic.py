@@ -5,7 +5,9 @@ without that `x-api-key` gets the API's 401; a queued status may carry a Retry-A
 
 With `tool_use` set to (prompt, name, input), the first request of the agent loop (it offers
 tools) whose last message ends with that prompt is answered with that tool call, and a request
-whose last message ends with a tool's result with a text naming the outcome. With `hold` set, the streamed replies wait until it is set (or 60 s), so a turn is in
+whose last message ends with a tool's result with a text naming the outcome. With `loop_tool` set
+to (name, input), every request of the agent loop is answered with that tool call, without end
+(each reply a message of its own id). With `hold` set, the streamed replies wait until it is set (or 60 s), so a turn is in
 flight for as long as a test needs."""
 
 import json
@@ -23,6 +25,7 @@ class FakeAnthropic:
         self.api_key: str | None = None
         self.requests: list[dict] = []
         self.tool_use: tuple[str, str, dict] | None = None      # (prompt, tool name, input)
+        self.loop_tool: tuple[str, dict] | None = None          # (tool name, input), every time
         self.hold: threading.Event | None = None
         self.lock = threading.Lock()
         self.server, _ = serve_posts(self._handle)
@@ -60,7 +63,8 @@ class FakeAnthropic:
         blocks = self._blocks(body)
         stop = "tool_use" if blocks[0]["type"] == "tool_use" else "end_turn"
         events = [("message_start", {"type": "message_start", "message": {
-            "id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model"), "content": [],
+            "id": f"msg_fake_{len(self.requests)}", "type": "message", "role": "assistant", "model": body.get("model"),
+            "content": [],
             "stop_reason": None, "usage": {"input_tokens": 11, "output_tokens": 1}}})]
         for index, block in enumerate(blocks):
             if block["type"] == "tool_use":
@@ -91,6 +95,10 @@ class FakeAnthropic:
         last = messages[-1].get("content") if messages else None
         parts = [part for part in last if isinstance(part, dict)] if isinstance(last, list) else []
         with self.lock:
+            if self.loop_tool is not None and body.get("tools"):
+                name, tool_input = self.loop_tool
+                return [{"type": "tool_use", "id": f"toolu_loop_{len(self.requests)}", "name": name,
+                         "input": tool_input}]
             scripted = self.tool_use
             if scripted is not None and parts and parts[-1].get("type") == "text" and \
                     parts[-1].get("text") == scripted[0] and body.get("tools"):

@@ -1,0 +1,72 @@
+"""Limits on the real agent CLIs (issue 20): a real Claude Code and a real Codex whose fake model
+servers ask for a tool call without end are stopped by `[agents.NAME] max_turns = 2` at exactly two
+turns, with status `limit`, the usage they reported, the conversation kept, and no process left.
+
+Run by `bin/peers`, which installs the CLIs into .peers/ and sets SCV_PEERS; skipped otherwise.
+"""
+
+import json
+import subprocess
+
+import pytest
+
+from tests.fake_openai import FakeOpenAI, Reply
+from tests.peers.fake_anthropic import FakeAnthropic
+from tests.peers.test_peer_agents import offer  # noqa: F401 (fixture)
+from tests.peers.test_peer_agents import _call, _write, needs
+
+pytestmark = pytest.mark.peers
+
+TWO_TURNS = {"kind": "turns", "max": 2, "used": 2}
+
+
+def _limit_config(scv_home, agent: str) -> None:
+    config = scv_home / "config.toml"
+    text = config.read_text() if config.exists() else ""
+    config.write_text(text + f"\n[agents.{agent}]\nmax_turns = 2\n")
+
+
+@needs("claude")
+def test_claude_code_looping_on_a_tool_stops_at_two_turns(offer, make_runner, scv_home, workspace):
+    offer("claude")
+    fake = FakeAnthropic()
+    try:
+        settings = {"env": {"ANTHROPIC_BASE_URL": fake.base_url, "ANTHROPIC_API_KEY": "sk-ant-fake",
+                            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
+                            "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_MAX_RETRIES": "0"}}
+        _write(scv_home / "agents" / "claude" / ".claude" / "settings.json", json.dumps(settings))
+        (workspace / "notes.txt").write_text("read me again\n")
+        fake.loop_tool = ("Read", {"file_path": str(workspace / "notes.txt")})
+        _limit_config(scv_home, "claude")
+        value = _call(make_runner(), {"agent": "claude", "prompt": "keep reading"})
+        assert value["status"] == "limit" and value["limit"] == TWO_TURNS, value
+        assert value["reply"] == "" and value["session"] == "claude-1"
+        assert value["usage"]["turns"] == 2 and value["usage"]["output_tokens"] >= 2, value["usage"]
+        with fake.lock:
+            loop = [r for r in fake.requests if "/v1/messages" in r["path"] and r["body"].get("tools")]
+        assert 2 <= len(loop) <= 3          # at most one model response past the limit
+    finally:
+        fake.close()
+
+
+@needs("codex")
+def test_codex_looping_on_a_command_stops_at_two_turns(offer, make_runner, scv_home, workspace):
+    offer("codex")
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    fake = FakeOpenAI(api_key="sk-codex-fake", models=("fake-model",))
+    try:
+        _write(scv_home / "agents" / "codex" / "config.toml",
+               'model = "fake-model"\nmodel_provider = "fake"\n[model_providers.fake]\nname = "fake"\n'
+               f'base_url = "{fake.base_url}"\nwire_api = "responses"\n'
+               'experimental_bearer_token = "sk-codex-fake"\nrequest_max_retries = 0\nstream_max_retries = 0\n')
+        fake.enqueue(*[Reply(calls=[(f"call_{n}", "exec_command", json.dumps({"cmd": "true"}))]) for n in range(12)])
+        _limit_config(scv_home, "codex")
+        value = _call(make_runner(), {"agent": "codex", "prompt": "keep going"})
+        assert value["status"] == "limit" and value["limit"] == TWO_TURNS, value
+        assert value["reply"] == "" and value["session"] == "codex-1"
+        assert value["usage"]["turns"] == 2, value["usage"]
+        with fake.lock:
+            asked = [r for r in fake.requests if r.path.endswith("/responses") and r.body.get("model") == "fake-model"]
+        assert 2 <= len(asked) <= 3
+    finally:
+        fake.close()
