@@ -6,11 +6,14 @@ Run by `bin/peers`, which installs the CLIs into .peers/ and sets SCV_PEERS; ski
 """
 
 import json
+import os
 import subprocess
 
+import psutil
 import pytest
 
 from tests.fake_openai import FakeOpenAI, Reply
+from tests.fakes import wait_for
 from tests.peers.fake_anthropic import FakeAnthropic
 from tests.peers.test_peer_agents import offer  # noqa: F401 (fixture)
 from tests.peers.test_peer_agents import _call, _write, needs
@@ -18,6 +21,18 @@ from tests.peers.test_peer_agents import _call, _write, needs
 pytestmark = pytest.mark.peers
 
 TWO_TURNS = {"kind": "turns", "max": 2, "used": 2}
+
+
+def _agent_processes(scv_home) -> list[int]:
+    """Processes running with a private home under this test's SCV home (the CLI and its children)."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid != os.getpid() and proc.environ().get("HOME", "").startswith(str(scv_home)):
+                found.append(proc.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
 
 
 def _limit_config(scv_home, agent: str) -> None:
@@ -45,6 +60,7 @@ def test_claude_code_looping_on_a_tool_stops_at_two_turns(offer, make_runner, sc
         with fake.lock:
             loop = [r for r in fake.requests if "/v1/messages" in r["path"] and r["body"].get("tools")]
         assert 2 <= len(loop) <= 3          # at most one model response past the limit
+        wait_for(lambda: not _agent_processes(scv_home), timeout=30, what="Claude Code to be gone")
     finally:
         fake.close()
 
@@ -68,5 +84,6 @@ def test_codex_looping_on_a_command_stops_at_two_turns(offer, make_runner, scv_h
         with fake.lock:
             asked = [r for r in fake.requests if r.path.endswith("/responses") and r.body.get("model") == "fake-model"]
         assert 2 <= len(asked) <= 3
+        wait_for(lambda: not _agent_processes(scv_home), timeout=30, what="Codex to be gone")
     finally:
         fake.close()
