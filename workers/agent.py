@@ -125,8 +125,8 @@ def _run(args, ctx, descriptor, argv, cwd, env, run, keeper: RecordKeeper, outfi
                              available=decision.available))
     if decision.hint:
         result.hint = decision.hint
-    if decision.status == "failed" and parser is not None and parser.report.limit is not None:
-        result.rate_limit = parser.report.limit
+    if decision.status == "failed" and parser is not None and parser.report.rate_limit is not None:
+        result.rate_limit = parser.report.rate_limit
     confined = sandbox.field(stderr.text())
     if confined is not None:
         result.sandbox = confined

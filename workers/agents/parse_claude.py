@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from scv.core.usage import REPORTED, as_cost, as_count
-from workers.agents import limits, verdict
+from workers.agents import rate_limits, verdict
 from workers.agents.report import SIGNIN, StreamParser, as_int, first_line, parts_of, take_tokens
 
 FILE_TOOLS = {"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "NotebookRead"}
@@ -89,7 +89,7 @@ class ClaudeStreamParser(StreamParser):
             self._result(event)
         elif event.type == "rate_limit_event":
             # Informational unless `rejected`: then the turn's failure is the account's limit.
-            report.limit = limits.from_claude(event.rate_limit_info) or report.limit
+            report.rate_limit = rate_limits.from_claude(event.rate_limit_info) or report.rate_limit
 
     def _message_usage(self, usage: dict) -> None:
         """Each response's latest counts, summed as they arrive, so a token limit holds mid-turn."""
@@ -118,7 +118,7 @@ class ClaudeStreamParser(StreamParser):
             errors = [e for e in event.errors if isinstance(e, str)] if isinstance(event.errors, list) else []
             report.error = text or "; ".join(errors) or f"Claude Code reported an error ({event.subtype})"
             status = as_int(event.api_error_status)
-            report.limit = report.limit or limits.for_status(status) or limits.from_text(report.error)
+            report.rate_limit = report.rate_limit or rate_limits.for_status(status) or rate_limits.from_text(report.error)
             report.error_kind = (verdict.classify(None, status) or self._synthetic_kind
                                  or verdict.classify(report.error))
             return

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from workers.agents import limits, verdict
+from workers.agents import rate_limits, verdict
 from workers.agents.report import Limited, StreamParser, take_tokens
 
 
@@ -137,4 +137,4 @@ class CodexJsonParser(StreamParser):
     def _fail(self, message: str) -> None:
         self.report.error = message
         self.report.error_kind = verdict.classify(message)
-        self.report.limit = limits.from_text(message)
+        self.report.rate_limit = rate_limits.from_text(message)

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from scv.core.usage import REPORTED, as_cost
-from workers.agents import limits, verdict
+from workers.agents import rate_limits, verdict
 from workers.agents.report import StreamParser, as_int, parts_of
 
 FILE_TOOLS = {"read", "edit", "write", "ls", "find", "grep"}
@@ -95,11 +95,11 @@ class PiJsonParser(StreamParser):
             error = message.errorMessage if isinstance(message.errorMessage, str) else "pi reported a provider error"
             report.error = error
             report.error_kind = verdict.classify(error)
-            report.limit = limits.from_text(error)
+            report.rate_limit = rate_limits.from_text(error)
             return
         if message.stopReason == "refusal":
             report.refusal = True
-        report.error = report.error_kind = report.limit = None
+        report.error = report.error_kind = report.rate_limit = None
         if texts:
             report.reply = "".join(texts)
         elif message.stopReason != "toolUse":

@@ -29,7 +29,7 @@ class TurnReport:
     error: str | None = None
     error_kind: str | None = None
     refusal: bool = False
-    limit: RateLimit | None = None    # the failure is a usage or rate limit (workers/agents/limits.py)
+    rate_limit: RateLimit | None = None   # the failure is a usage or rate limit (workers/agents/rate_limits.py)
     vendor_session: str | None = None
     finished: bool = False        # the CLI printed its final event
     limited: bool = False         # the call's allowance was reached: the rest of the stream is not read

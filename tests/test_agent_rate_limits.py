@@ -1,4 +1,4 @@
-"""What a failed turn says about its account's limit (workers/agents/limits.py): only HTTP 429,
+"""What a failed turn says about its account's limit (workers/agents/rate_limits.py): only HTTP 429,
 Claude Code's rejected `rate_limit_event` and Codex's usage-limit error pause an agent, and the
 reset is read from each (Codex names a local minute: the reset is that minute's end)."""
 
@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from scv.core.messages import RateLimit
-from workers.agents import limits
+from workers.agents import rate_limits
 from workers.agents.parse_claude import ClaudeStreamParser
 from workers.agents.parse_codex import CodexJsonParser
 from workers.agents.parse_pi import PiJsonParser
@@ -39,7 +39,7 @@ def at(*parts) -> float:
     (None, None),
 ])
 def test_error_texts(text, expected):
-    assert limits.from_text(text, NOW) == expected
+    assert rate_limits.from_text(text, NOW) == expected
 
 
 def lines(*events) -> bytes:
@@ -51,22 +51,22 @@ def test_claude_reads_only_a_rejected_rate_limit_event_and_its_reset():
     parser.lines(lines({"type": "rate_limit_event", "rate_limit_info": {"status": "allowed_warning",
                                                                         "resetsAt": 1778565600}},
                        {"type": "result", "is_error": False, "result": "fine", "session_id": "s"}))
-    assert parser.report.limit is None and parser.report.reply == "fine"
+    assert parser.report.rate_limit is None and parser.report.reply == "fine"
     parser = ClaudeStreamParser()
     parser.lines(lines({"type": "rate_limit_event", "rate_limit_info": {"status": "rejected", "resetsAt": 1778565600,
                                                                         "rateLimitType": "five_hour"}},
                        {"type": "result", "is_error": True, "result": "You've hit your limit · resets 2pm",
                         "api_error_status": 429}))
-    assert parser.report.limit == RateLimit("usage limit", 1778565600.0)
+    assert parser.report.rate_limit == RateLimit("usage limit", 1778565600.0)
     assert parser.report.error_kind == "quota"
     parser = ClaudeStreamParser()
     parser.lines(lines({"type": "result", "is_error": True, "result": "API Error: Request rejected (429)",
                         "api_error_status": 429}))
-    assert parser.report.limit == RateLimit("rate limit")
+    assert parser.report.rate_limit == RateLimit("rate limit")
     parser = ClaudeStreamParser()
     parser.lines(lines({"type": "result", "is_error": True, "result": "API Error: 500 Internal server error.",
                         "api_error_status": 500}))
-    assert parser.report.limit is None and parser.report.error_kind == "http"
+    assert parser.report.rate_limit is None and parser.report.error_kind == "http"
 
 
 def test_codex_and_pi_read_their_error_lines():
@@ -74,13 +74,13 @@ def test_codex_and_pi_read_their_error_lines():
     message = "You've hit your usage limit. Try again at 3:05 PM."
     parser.lines(lines({"type": "error", "message": "Reconnecting... 1/5 (usage limit)"},
                        {"type": "error", "message": message}, {"type": "turn.failed", "error": {"message": message}}))
-    assert parser.report.limit is not None and parser.report.limit.reason == "usage limit"
-    assert parser.report.limit.resets_at is not None and parser.report.limit.resets_at % 60 == 0
+    assert parser.report.rate_limit is not None and parser.report.rate_limit.reason == "usage limit"
+    assert parser.report.rate_limit.resets_at is not None and parser.report.rate_limit.resets_at % 60 == 0
     pi = PiJsonParser()
     pi.lines(lines({"type": "message_end", "message": {"role": "assistant", "content": [], "stopReason": "error",
                                                        "errorMessage": "429 Too many requests"}}))
-    assert pi.report.limit == RateLimit("rate limit")
+    assert pi.report.rate_limit == RateLimit("rate limit")
     pi.lines(lines({"type": "message_end", "message": {"role": "assistant", "content": [{"type": "text",
                                                                                         "text": "ok"}],
                                                        "stopReason": "stop"}}))
-    assert pi.report.limit is None          # pi's own retry went through
+    assert pi.report.rate_limit is None          # pi's own retry went through
