@@ -39,3 +39,39 @@ def test_a_background_job_is_stopped_by_its_allowance_and_counts_in_the_run(tmp_
     assert final["usage"]["turns"] == 6 and final["usage"]["input_tokens"] == 400
     assert final["usage"]["cached_input_tokens"] == 200
     assert "usage: 6 turns" in proc.stderr
+
+
+def test_a_limit_reached_while_an_approval_waits_answers_it_cancelled_then_stops(tmp_path, user_home, workspace,
+                                                                               scv_home, clients):
+    """`scv server --stdio`: the client approves a background job, then leaves the next call's
+    approval request unanswered; the job spends the rest of the run's budget meanwhile, so the
+    request is resolved (approved false, reason limit), the call does not run, and the turn ends
+    with status limit and no further model request."""
+    (scv_home / "config.toml").write_text(on_cli("[limits]\nmax_turns = 5\n\n[agents.claude]\nmax_turns = 8\n"))
+    fake = install(user_home / ".local" / "bin", "claude", tmp_path / "log" / "claude")
+    fake.write(CLAUDE_LOOP)
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [{"id": "b", "tool": "agent",
+                                      "args": {"agent": "claude", "prompt": "loop", "background": True}},
+                                     {"id": "w", "tool": "write",
+                                      "args": {"path": "made.txt", "content": "yes", "mode": "create"}}]},
+                          {"text": "never asked"})
+    client = clients("--script", str(script))
+    client.start(cwd=str(workspace))
+    client.request("turn.start", {"prompt": "go"})
+    delegate = client.until("approval.requested")
+    assert delegate.params["tool"] == "agent"
+    client.request("approval.resolve", {"id": delegate.params["id"], "approved": True})
+    asked = client.until("approval.requested", tool="write")
+    # Left unanswered: the job's 4 turns (the run's 5 less the one response) end the wait.
+    resolved = client.until("approval.resolved", timeout=120, id=asked.params["id"])
+    assert resolved.params == {"turn_id": asked.params["turn_id"], "id": asked.params["id"], "approved": False,
+                               "reason": "limit"}
+    done = client.until("turn.completed", timeout=60)
+    assert done.params["limit"] == {"kind": "turns", "max": 5, "used": 5}
+    assert done.params["reply"] == "" and done.params["usage"]["turns"] == 5
+    write = next(c for c in client.notifications("tool.completed") if c["tool"] == "write")
+    assert write["ok"] is False and write["result"]["error"].startswith("not run: the turns limit was reached")
+    assert not (workspace / "made.txt").exists()
+    late = client.response(client.send("approval.resolve", {"id": asked.params["id"], "approved": True}))
+    assert late.error is not None

@@ -167,13 +167,23 @@ class Session:
         ev.emit(self.emit, ev.ApprovalRequested(turn_id=turn_id, id=request_id, tool=tool, risk=risk.value,
                                                 summary=summary, workspace=str(self.ctx.workspace)))
         approved = False
+        # The wait ends when the turn is cancelled or when the run's budget is spent meanwhile (a
+        # background job's spend): either answers the request cancelled.
+        waiting = Cancellation()
+        cancel.link(waiting)
+        self.budget.watch(waiting.cancel)
         try:
             # An asker may raise RefusedError: its sentence ("no terminal to ask") reaches the model.
-            approved = not cancel.cancelled and bool(self.asker(request_id, tool, risk, summary, cancel))
+            approved = not waiting.cancelled and bool(self.asker(request_id, tool, risk, summary, waiting))
         finally:
-            if cancel.cancelled:
-                approved = False    # a turn cancelled while waiting denies the request
-            ev.emit(self.emit, ev.ApprovalResolved(turn_id=turn_id, id=request_id, approved=approved))
+            cancel.unlink(waiting)
+            self.budget.unwatch(waiting.cancel)
+            limited = waiting.cancelled and not cancel.cancelled
+            if waiting.cancelled:
+                approved = False    # a turn cancelled (or out of budget) while waiting denies the request
+            waiting.close()
+            ev.emit(self.emit, ev.ApprovalResolved(turn_id=turn_id, id=request_id, approved=approved,
+                                                   reason="limit" if limited else msgspec.UNSET))
         return approved
 
     # --- the final reply ---------------------------------------------------------------------
