@@ -214,8 +214,11 @@ def _loop(session: TurnHost, turn_id: str, cancel: Cancellation, usage: Usage, s
         spans.end_model(asked, reply, session.config)
         usage.add(reply.usage)
         if budget is not None:
-            budget.spend(LedgerUsage(turns=1, input_tokens=reply.usage.input_tokens,
-                                     output_tokens=reply.usage.output_tokens), session.provider.model)
+            # The ledger's input leaves cached input out: it is counted apart, and priced apart.
+            cached = reply.usage.cached_input_tokens
+            budget.spend(LedgerUsage(turns=1, input_tokens=reply.usage.input_tokens - cached,
+                                     cached_input_tokens=cached, output_tokens=reply.usage.output_tokens),
+                         session.provider.model)
         if reply.text:
             ev.emit(session.emit, ev.AssistantText(turn_id=turn_id, text=reply.text))
         if not reply.tool_calls:
