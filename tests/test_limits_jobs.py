@@ -1,13 +1,15 @@
 """Limits on background jobs through a real `scv exec`: a background `agent` job gets what is left
 of the run's budget as its allowance, is stopped by it with status `limit` (its conversation
-kept), and its spend counts in the run's total, so the run stops after it."""
+kept), and its spend counts in the run's total, so the run stops after it; a limit reached while an
+approval request waits answers it cancelled; a job still running when the run's budget is spent
+is stopped and settles as `limit`."""
 
 import json
 
 from tests.agent_fakes import install, on_cli
 from tests.conftest import run_scv
 from tests.fakes import events, write_script
-from tests.test_limits_agents import CLAUDE_LOOP
+from tests.test_limits_agents import CLAUDE_LOOP, assert_stopped
 
 
 def test_a_background_job_is_stopped_by_its_allowance_and_counts_in_the_run(tmp_path, user_home, workspace,
@@ -75,3 +77,46 @@ def test_a_limit_reached_while_an_approval_waits_answers_it_cancelled_then_stops
     assert not (workspace / "made.txt").exists()
     late = client.response(client.send("approval.resolve", {"id": asked.params["id"], "approved": True}))
     assert late.error is not None
+
+
+# One model response (reported), then a marker for the foreground, then nothing until stopped.
+CLAUDE_ONE_THEN_HANG = r'''echo $$ > "$(dirname "$0")/pid"
+echo '{"type":"system","subtype":"init","session_id":"hang-session-1"}'
+echo '{"type":"assistant","message":{"id":"m1","model":"claude-x","content":[{"type":"text","text":"working"}],"usage":{"input_tokens":100,"output_tokens":10}}}'
+touch "MARKER"
+while true; do sleep 0.05; done
+'''
+
+
+def test_a_running_job_stops_with_status_limit_when_the_foreground_spends_the_rest(tmp_path, user_home, workspace,
+                                                                                  scv_home):
+    """--max-turns 4: the job's allowance is the 3 left after the first response, and it takes
+    one; the foreground's next three responses (waiting for the job's first turn) reach 4 of the
+    run's turns with the job's one: the run stops, and so does the running job, as `limit`."""
+    marker = tmp_path / "job-answered"
+    (scv_home / "config.toml").write_text(on_cli("[agents.claude]\nmax_turns = 8\n"))
+    fake = install(user_home / ".local" / "bin", "claude", tmp_path / "log" / "claude")
+    fake.write(CLAUDE_ONE_THEN_HANG.replace("MARKER", str(marker)))
+    def read(call_id: str) -> dict:
+        return {"calls": [{"id": call_id, "tool": "read", "args": {"path": "notes.txt"}}]}
+    (workspace / "notes.txt").write_text("x\n")
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [{"id": "b", "tool": "agent",
+                                      "args": {"agent": "claude", "prompt": "work", "background": True}}]},
+                          {"calls": [{"id": "w", "tool": "bash", "args": {
+                              "command": f"while [ ! -e {marker} ]; do sleep 0.05; done"}}]},
+                          read("r1"), read("r2"), {"text": "never asked"})
+    proc = run_scv("exec", "--script", str(script), "--json", "--auto-approve", "-C", str(workspace),
+                   "--max-turns", "4", timeout=180)
+    assert proc.returncode == 3, proc.stderr
+    seen = events(proc.stdout)
+    first = next(e for e in seen if e["type"] == "turn.completed")
+    assert first["limit"] == {"kind": "turns", "max": 4, "used": 4}
+    # The job was stopped (its process gone) and settled as limit; its report turn says so.
+    assert_stopped(fake)
+    report = next(e for e in seen if e["type"] == "turn.started" and e.get("origin"))
+    assert report["origin"]["jobs"] == [{"job": "job-1", "agent": "claude", "status": "limit"}]
+    assert "status limit" in report["prompt"] and "the run's limit was reached" in report["prompt"]
+    # Its one turn and its tokens are in the run's total.
+    assert proc.stderr.strip().splitlines()[-1] == ("scv: usage: 5 turns, 100 input tokens (0 cached), "
+                                                    "10 output tokens, cost unknown")

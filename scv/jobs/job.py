@@ -49,6 +49,8 @@ class Job:
     seen: bool = False
     reported: bool = False
     cancel_requested: bool = False
+    # The run's limit (LimitHit.wire()) that stopped it: the run's budget ran out while it ran.
+    stopped_by_limit: dict[str, Any] | None = None
     cancel: Cancellation = field(default_factory=Cancellation)
     done: threading.Event = field(default_factory=threading.Event)
     # Cancellations of calls waiting for this job (agent_wait, agent_cancel): fired when it settles.

@@ -100,6 +100,8 @@ class Session:
         services = open_services(ctx.config, scv_home(), auto_approve=auto_approve, queue_report=self.queue_report,
                                  agents=agents, on_settle=self._work_bell.ring)
         self.agents, self.jobs = services.agents, services.jobs
+        if self.jobs is not None:
+            self.budget.watch(self._stop_jobs_at_limit)
         self.services = services
         self.mcp = services.mcp = mcp
         self._mcp_generation: int | None = None
@@ -156,6 +158,12 @@ class Session:
                  turn_id: str | None = None, check: ReplyCheck | None = None,
                  parent: Span | None = None) -> TurnOutcome:
         return run_turn(self, prompt, cancel=cancel, origin=origin, turn_id=turn_id, check=check, parent=parent)
+
+    def _stop_jobs_at_limit(self) -> None:
+        """A limit reached stops the run's spending: its background jobs too (docs/limits.md)."""
+        hit = self.budget.hit()
+        if hit is not None and self.jobs is not None:
+            self.jobs.stop_at_limit(hit.wire())
 
     # --- approvals ---------------------------------------------------------------------------
 
@@ -250,6 +258,7 @@ class Session:
             return
         self.state = SESSION_MOVES.check("a session", self.state, SessionState.CLOSED)     # its jobs and conversations end now
         if self.jobs is not None:
+            self.budget.unwatch(self._stop_jobs_at_limit)
             self.jobs.close()
         self.agents.close()
         if self.mcp is not None:
