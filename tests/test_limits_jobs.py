@@ -120,3 +120,55 @@ def test_a_running_job_stops_with_status_limit_when_the_foreground_spends_the_re
     # Its one turn and its tokens are in the run's total.
     assert proc.stderr.strip().splitlines()[-1] == ("scv: usage: 5 turns, 100 input tokens (0 cached), "
                                                     "10 output tokens, cost unknown")
+
+
+def test_a_terminal_approval_prompt_waiting_at_a_limit_is_withdrawn(tmp_path, user_home, workspace, scv_home):
+    """`scv exec` on a terminal: the person allows the background job at the y/N prompt, then
+    leaves the next call's prompt unanswered; the job's spend reaches the run's limit, so the
+    prompt is withdrawn (denied), the call does not run, and scv exec exits 3."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    from tests.conftest import scv_env
+    (scv_home / "config.toml").write_text(on_cli("[limits]\nmax_turns = 5\n\n[agents.claude]\nmax_turns = 8\n"))
+    fake = install(user_home / ".local" / "bin", "claude", tmp_path / "log" / "claude")
+    fake.write(CLAUDE_LOOP)
+    script = write_script(tmp_path / "s.jsonl",
+                          {"calls": [{"id": "b", "tool": "agent",
+                                      "args": {"agent": "claude", "prompt": "loop", "background": True}},
+                                     {"id": "w", "tool": "write",
+                                      "args": {"path": "made.txt", "content": "yes", "mode": "create"}}]},
+                          {"text": "never asked"})
+    terminal, person = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "scv", "exec", "go", "--script", str(script), "--json",
+                             "-C", str(workspace)], stdin=person, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=scv_env())
+    os.close(person)
+    try:
+        said = b""
+        while said.count(b"Allow? [y/N] ") < 1:
+            chunk = os.read(proc.stderr.fileno(), 4096)
+            assert chunk, said
+            said += chunk
+        os.write(terminal, b"y\n")
+        while said.count(b"Allow? [y/N] ") < 2:
+            chunk = os.read(proc.stderr.fileno(), 4096)
+            assert chunk, said
+            said += chunk
+        out, err = proc.communicate(timeout=180)    # the second prompt is never answered
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(terminal)
+    said += err
+    assert proc.returncode == 3, said
+    assert b"not asked any more (the turn stopped); denied" in said
+    seen = events(out.decode())
+    write = next(e for e in seen if e["type"] == "tool.completed" and e["tool"] == "write")
+    assert write["ok"] is False and write["result"]["error"].startswith("not run: the turns limit was reached")
+    resolved = [e for e in seen if e["type"] == "approval.resolved"]
+    assert [e.get("reason") for e in resolved] == [None, "limit"]
+    assert not (workspace / "made.txt").exists()
