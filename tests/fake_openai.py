@@ -23,6 +23,7 @@ class Reply:
     text: str = ""
     calls: list[tuple[str, str, str]] = field(default_factory=list)     # (call id, tool name, arguments JSON)
     usage: tuple[int, int] = (10, 5)
+    cached: int = 0         # of the input tokens, those read from the prompt cache (reported when set)
     annotations: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -176,9 +177,11 @@ class FakeOpenAI:
             out.append(sse({"type": "response.output_item.done", "output_index": index, "item": item}))
             items.append(item)
         inp, outp = reply.usage
+        usage = {"input_tokens": inp, "output_tokens": outp, "total_tokens": inp + outp}
+        if reply.cached:
+            usage["input_tokens_details"] = {"cached_tokens": reply.cached}
         out.append(sse({"type": "response.completed", "response": {
-            "id": "resp_1", "status": "completed", "output": items,
-            "usage": {"input_tokens": inp, "output_tokens": outp, "total_tokens": inp + outp}}}))
+            "id": "resp_1", "status": "completed", "output": items, "usage": usage}}))
         return out
 
     @staticmethod
@@ -204,7 +207,9 @@ class FakeOpenAI:
                                                   "function": {"arguments": arguments[start:start + third]}}]}))
         out.append(chunk({}, "tool_calls" if reply.calls else "stop"))
         inp, outp = reply.usage
-        out.append(sse({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [],
-                        "usage": {"prompt_tokens": inp, "completion_tokens": outp, "total_tokens": inp + outp}}))
+        usage = {"prompt_tokens": inp, "completion_tokens": outp, "total_tokens": inp + outp}
+        if reply.cached:
+            usage["prompt_tokens_details"] = {"cached_tokens": reply.cached}
+        out.append(sse({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [], "usage": usage}))
         out.append("data: [DONE]\n\n")
         return out

@@ -83,3 +83,13 @@ def test_401_ends_the_run_naming_the_provider(configured, workspace):
     assert "provider claude refused the credentials (HTTP 401: invalid x-api-key)" in proc.stderr
     assert "sk-ant-wrong" not in proc.stderr + proc.stdout
     assert len(configured.requests) == 1      # not retried
+
+
+def test_cache_reads_are_counted_apart_in_the_ledger(configured, workspace):
+    # message_start: input_tokens 11 (uncached), cache_read_input_tokens 40; message_delta: 5 output.
+    configured.cache_read = 40
+    proc = exec_(workspace, "say hello", "--json")
+    assert proc.returncode == 0, proc.stderr
+    usage = events(proc)[-1]["usage"]
+    assert (usage["input_tokens"], usage["cached_input_tokens"], usage["output_tokens"]) == (11, 40, 5)
+    assert usage["total_tokens"] == 16

@@ -74,3 +74,35 @@ def test_a_batch_usd_limit_on_an_agent_without_cost_is_refused_before_anything_s
     assert proc.returncode == 2
     assert "line 1" in proc.stderr and "codex" in proc.stderr and "[prices" in proc.stderr
     assert not (tmp_path / "ran.txt").exists()
+
+
+def test_a_task_stopped_by_its_line_limit_is_a_failure_the_report_names_and_a_resume_runs(tmp_path, monkeypatch,
+                                                                                          workspace, scv_home):
+    """The issue gives exit 3 to a batch stopped by its own limit only: a task stopped by its
+    line's limit is a task not completed (exit 1), a JUnit failure of type `limit` with its
+    sentence, and `--rerun limit` runs it again while a completed line is kept."""
+    from xml.etree import ElementTree
+    setup_fake_home(tmp_path, monkeypatch)
+    runs = tmp_path / "runs.txt"
+    fake_agent(tmp_path, "claude", f"echo run >> {runs}\n" + LOOP)
+    batch, out = tmp_path / "b.jsonl", tmp_path / "out.jsonl"
+    batch.write_text(json.dumps({"id": "loop", "agent": "claude", "prompt": "go", "max_turns": 2}) + "\n")
+    first = run_scv("batch", str(batch), "--output", str(out), "-C", str(workspace), timeout=120)
+    assert first.returncode == 1, first.stderr
+    [stopped] = lines_of(out.read_text())
+    assert stopped["status"] == "limit" and stopped["limit"] == {"kind": "turns", "max": 2, "used": 2}
+    junit = tmp_path / "r.xml"
+    report = run_scv("batch-report", str(out), "--junit", str(junit), "--json")
+    assert report.returncode == 0, report.stderr
+    summary = json.loads(report.stdout)
+    assert summary["by_status"] == {"limit": 1} and summary["failures"][0]["status"] == "limit"
+    assert summary["usage"]["claude"]["turns"] == 2
+    [case] = ElementTree.parse(junit).getroot().iter("testcase")
+    [failure] = list(case)
+    assert failure.tag == "failure" and failure.get("type") == "limit"
+    assert failure.get("message").startswith("limit: ") and "turns limit" in failure.get("message")
+    again = run_scv("batch", str(batch), "--output", str(out), "--rerun", "limit", "-C", str(workspace), timeout=120)
+    assert again.returncode == 1, again.stderr
+    [rerun] = lines_of(out.read_text())
+    assert rerun["status"] == "limit" and rerun["usage"]["turns"] == 2
+    assert runs.read_text().splitlines() == ["run", "run"]      # run again with a fresh allowance

@@ -122,3 +122,28 @@ def test_a_session_start_with_a_usd_limit_and_no_price_is_refused(clients, works
     assert bad.error is not None
     started = client.response(client.send("session.start", {"cwd": str(workspace), "limits": {"max_turns": 1}}))
     assert started.error is None
+
+
+@pytest.mark.parametrize("wire_api", ["responses", "chat"])
+def test_cached_input_is_counted_apart_priced_apart_and_left_out_of_a_token_limit(scv_home, workspace, wire_api):
+    """The endpoint reports 1000 input tokens a response, 800 of them from its prompt cache
+    (Responses: input_tokens_details.cached_tokens; Chat: prompt_tokens_details.cached_tokens)."""
+    fake = FakeOpenAI()
+    fake.enqueue(*[Reply(calls=[(f"c{i}", "read", '{"path": "notes.txt"}')], usage=(1000, 100), cached=800)
+                   for i in range(10)])
+    try:
+        (scv_home / "config.toml").write_text(fake.config(wire_api) + "\n" + PRICE + "\n[limits]\nmax_tokens = 850\n")
+        (workspace / "notes.txt").write_text("x\n")
+        proc = exec_(workspace)
+        requests = len(fake.requests)
+    finally:
+        fake.close()
+    assert proc.returncode == 3, proc.stderr
+    done = events(proc)[-1]
+    # 200 uncached input + 100 output counted a response: 600 is under 850, 900 reaches it.
+    assert done["limit"] == {"kind": "tokens", "max": 850, "used": 900} and requests == 3
+    usage = done["usage"]
+    assert (usage["input_tokens"], usage["cached_input_tokens"], usage["output_tokens"]) == (600, 2400, 300)
+    # A response: (200 x 2.0 + 800 x 0.5 + 100 x 10.0) per million = $0.0018.
+    assert usage["cost_usd"] == pytest.approx(3 * 0.0018) and usage["cost_source"] == "prices"
+    assert "600 input tokens (2400 cached)" in proc.stderr.strip().splitlines()[-1]

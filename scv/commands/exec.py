@@ -83,7 +83,7 @@ def _asker(prompt_from_stdin: bool):
     """A terminal asks y/N; anything else is denied at once with the way to allow it."""
     if sys.stdin.isatty() and not prompt_from_stdin:
         ask_terminal = terminal_approver()
-        return lambda request_id, tool, risk, summary, cancel: ask_terminal(tool, risk, summary)
+        return lambda request_id, tool, risk, summary, cancel: ask_terminal(tool, risk, summary, cancel)
 
     def no_terminal(request_id: str, tool: str, risk: Risk, summary: str, cancel: Cancellation) -> bool:
         raise RefusedError(f"{tool} needs approval ({risk.value} risk) and there is no terminal to ask, so it was "

@@ -47,7 +47,23 @@ class Cancellation(Bell):
     def __init__(self):
         super().__init__()
         self.cancelled = False
+        self._linked: list["Cancellation"] = []
 
     def cancel(self) -> None:
         self.cancelled = True
         self.ring()
+        for other in list(self._linked):
+            other.cancel()
+
+    def link(self, other: "Cancellation") -> None:
+        """`other` is cancelled with this one (at once when this one already is), until `unlink`:
+        one descriptor for a waiter that must wake for either of two reasons."""
+        self._linked.append(other)
+        if self.cancelled:
+            other.cancel()
+
+    def unlink(self, other: "Cancellation") -> None:
+        try:
+            self._linked.remove(other)
+        except ValueError:
+            pass

@@ -92,6 +92,7 @@ class ApprovalResolved(Event, tag=APPROVAL_RESOLVED):
     turn_id: str
     id: str
     approved: bool
+    reason: str | UnsetType = UNSET     # "limit": answered cancelled because the run's budget was spent
 
 
 class TurnCompleted(Event, tag=TURN_COMPLETED):

@@ -7,7 +7,7 @@ The worker that reads an agent's stream checks the allowance as each event arriv
 """
 
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import msgspec
 
@@ -77,6 +77,20 @@ class Budget:
         self.prices = prices or {}
         self._parts: list[Usage] = []
         self._lock = threading.Lock()
+        self._watchers: list[Callable[[], None]] = []
+
+    def watch(self, on_hit: Callable[[], None]) -> None:
+        """`on_hit` is called once a limit is reached (at once when one already is), until `unwatch`:
+        what waits on the client (an approval request) stops waiting when a background job spends the rest."""
+        with self._lock:
+            self._watchers.append(on_hit)
+        if self.hit() is not None:
+            on_hit()
+
+    def unwatch(self, on_hit: Callable[[], None]) -> None:
+        with self._lock:
+            if on_hit in self._watchers:
+                self._watchers.remove(on_hit)
 
     def price(self, model: str | None) -> Price | None:
         return self.prices.get(model) if model else None
@@ -85,6 +99,10 @@ class Budget:
         part = priced(usage, self.price(model))
         with self._lock:
             self._parts.append(part)
+            watchers = list(self._watchers)
+        if watchers and self.hit() is not None:
+            for on_hit in watchers:
+                on_hit()
 
     def used(self) -> Usage:
         with self._lock:

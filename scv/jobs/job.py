@@ -1,7 +1,7 @@
 """One background job: an `agent` call running in its own worker on a thread of the session.
 
 ```
-RUNNING ──the call ends──▶ COMPLETED | FAILED | DECLINED | TIMEOUT
+RUNNING ──the call ends──▶ COMPLETED | FAILED | DECLINED | TIMEOUT | LIMIT
    └──agent_cancel, or the session's end──▶ CANCELLED
 ```
 `seen` becomes true once the model has read the final result (through agent_wait,
@@ -23,6 +23,7 @@ class JobState(str, enum.Enum):
     FAILED = "failed"
     DECLINED = "declined"
     TIMEOUT = "timeout"
+    LIMIT = "limit"                 # stopped by its allowance (docs/limits.md); its conversation kept
     CANCELLED = "cancelled"
 
 
@@ -48,6 +49,8 @@ class Job:
     seen: bool = False
     reported: bool = False
     cancel_requested: bool = False
+    # The run's limit (LimitHit.wire()) that stopped it: the run's budget ran out while it ran.
+    stopped_by_limit: dict[str, Any] | None = None
     cancel: Cancellation = field(default_factory=Cancellation)
     done: threading.Event = field(default_factory=threading.Event)
     # Cancellations of calls waiting for this job (agent_wait, agent_cancel): fired when it settles.

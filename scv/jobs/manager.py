@@ -94,7 +94,13 @@ class Jobs:
     def _settle(self, job: Job, ok: bool, value: dict[str, Any]) -> None:
         with self._lock:
             job.result = value
-            if job.cancel_requested:
+            if job.stopped_by_limit is not None and value.get("status") in ("cancelled", "limit"):
+                # Stopped by the run's limit (the session's close after it does not make it cancelled).
+                if value.get("status") == "cancelled":
+                    value.update(status=JobState.LIMIT.value, reply="", limit=job.stopped_by_limit)
+                    value["error"] = "stopped: the run's limit was reached while the job ran"
+                job.cancel_requested = False
+            elif job.cancel_requested:
                 value["status"] = JobState.CANCELLED.value
                 job.seen = True         # the model asked for the stop: no report follows
             # RUNNING -> its final state (cancelled when asked to stop)
@@ -192,6 +198,14 @@ class Jobs:
             job.cancel_requested = True
             job.cancel.cancel()
             return True
+
+    def stop_at_limit(self, hit: dict[str, Any]) -> None:
+        """The run's budget is spent (docs/limits.md): every running job stops and settles as `limit`."""
+        with self._lock:
+            for job in self._jobs.values():
+                if job.running and job.stopped_by_limit is None and not job.cancel_requested:
+                    job.stopped_by_limit = hit
+                    job.cancel.cancel()
 
     # --- the session's side -------------------------------------------------------------------
 

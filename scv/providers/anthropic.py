@@ -129,7 +129,9 @@ class AnthropicProvider(EndpointProvider):
                                 "later")
         if kind == "message_start":
             raw = (data.get("message") or {}).get("usage") or {}
-            usage.input_tokens = int(raw.get("input_tokens") or 0) + int(raw.get("cache_read_input_tokens") or 0) \
+            # Anthropic's input_tokens leaves out both cache figures; writing the cache is charged as input.
+            usage.cached_input_tokens = int(raw.get("cache_read_input_tokens") or 0)
+            usage.input_tokens = int(raw.get("input_tokens") or 0) + usage.cached_input_tokens \
                 + int(raw.get("cache_creation_input_tokens") or 0)
             usage.output_tokens = int(raw.get("output_tokens") or 0)
         elif kind == "content_block_start":

@@ -52,14 +52,16 @@ HistoryItem = Union[UserMessage, AssistantMessage, ToolOutput]
 
 
 class Usage(msgspec.Struct):
-    input_tokens: int = 0
+    input_tokens: int = 0           # every input token, cached ones included (as the endpoints count them)
     output_tokens: int = 0
     total_tokens: int = 0
+    cached_input_tokens: int = 0    # the part of input_tokens read from the endpoint's prompt cache
 
     def add(self, other: "Usage") -> None:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.total_tokens += other.total_tokens
+        self.cached_input_tokens += other.cached_input_tokens
 
 
 class ModelRequest(msgspec.Struct, frozen=True, kw_only=True):

@@ -49,7 +49,10 @@ class _PartialCall:
 
 def _usage(raw: dict[str, Any]) -> Usage:
     inp, out = int(raw.get("prompt_tokens") or 0), int(raw.get("completion_tokens") or 0)
-    return Usage(input_tokens=inp, output_tokens=out, total_tokens=int(raw.get("total_tokens") or inp + out))
+    details = raw.get("prompt_tokens_details")
+    cached = int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
+    return Usage(input_tokens=inp, output_tokens=out, total_tokens=int(raw.get("total_tokens") or inp + out),
+                 cached_input_tokens=min(cached, inp))
 
 
 class ChatProvider(EndpointProvider):

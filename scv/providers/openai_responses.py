@@ -46,7 +46,10 @@ def _usage(data: Any) -> Usage:
     if not isinstance(data, dict):
         return Usage()
     inp, out = int(data.get("input_tokens") or 0), int(data.get("output_tokens") or 0)
-    return Usage(input_tokens=inp, output_tokens=out, total_tokens=int(data.get("total_tokens") or inp + out))
+    details = data.get("input_tokens_details")
+    cached = int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
+    return Usage(input_tokens=inp, output_tokens=out, total_tokens=int(data.get("total_tokens") or inp + out),
+                 cached_input_tokens=min(cached, inp))
 
 
 class ReplyBuilder:

@@ -100,6 +100,8 @@ class Session:
         services = open_services(ctx.config, scv_home(), auto_approve=auto_approve, queue_report=self.queue_report,
                                  agents=agents, on_settle=self._work_bell.ring)
         self.agents, self.jobs = services.agents, services.jobs
+        if self.jobs is not None:
+            self.budget.watch(self._stop_jobs_at_limit)
         self.services = services
         self.mcp = services.mcp = mcp
         self._mcp_generation: int | None = None
@@ -157,6 +159,12 @@ class Session:
                  parent: Span | None = None) -> TurnOutcome:
         return run_turn(self, prompt, cancel=cancel, origin=origin, turn_id=turn_id, check=check, parent=parent)
 
+    def _stop_jobs_at_limit(self) -> None:
+        """A limit reached stops the run's spending: its background jobs too (docs/limits.md)."""
+        hit = self.budget.hit()
+        if hit is not None and self.jobs is not None:
+            self.jobs.stop_at_limit(hit.wire())
+
     # --- approvals ---------------------------------------------------------------------------
 
     def ask(self, turn_id: str, tool: str, risk: Risk, summary: str, cancel: Cancellation) -> bool:
@@ -167,13 +175,23 @@ class Session:
         ev.emit(self.emit, ev.ApprovalRequested(turn_id=turn_id, id=request_id, tool=tool, risk=risk.value,
                                                 summary=summary, workspace=str(self.ctx.workspace)))
         approved = False
+        # The wait ends when the turn is cancelled or when the run's budget is spent meanwhile (a
+        # background job's spend): either answers the request cancelled.
+        waiting = Cancellation()
+        cancel.link(waiting)
+        self.budget.watch(waiting.cancel)
         try:
             # An asker may raise RefusedError: its sentence ("no terminal to ask") reaches the model.
-            approved = not cancel.cancelled and bool(self.asker(request_id, tool, risk, summary, cancel))
+            approved = not waiting.cancelled and bool(self.asker(request_id, tool, risk, summary, waiting))
         finally:
-            if cancel.cancelled:
-                approved = False    # a turn cancelled while waiting denies the request
-            ev.emit(self.emit, ev.ApprovalResolved(turn_id=turn_id, id=request_id, approved=approved))
+            cancel.unlink(waiting)
+            self.budget.unwatch(waiting.cancel)
+            limited = waiting.cancelled and not cancel.cancelled
+            if waiting.cancelled:
+                approved = False    # a turn cancelled (or out of budget) while waiting denies the request
+            waiting.close()
+            ev.emit(self.emit, ev.ApprovalResolved(turn_id=turn_id, id=request_id, approved=approved,
+                                                   reason="limit" if limited else msgspec.UNSET))
         return approved
 
     # --- the final reply ---------------------------------------------------------------------
@@ -240,6 +258,7 @@ class Session:
             return
         self.state = SESSION_MOVES.check("a session", self.state, SessionState.CLOSED)     # its jobs and conversations end now
         if self.jobs is not None:
+            self.budget.unwatch(self._stop_jobs_at_limit)
             self.jobs.close()
         self.agents.close()
         if self.mcp is not None:

@@ -214,8 +214,11 @@ def _loop(session: TurnHost, turn_id: str, cancel: Cancellation, usage: Usage, s
         spans.end_model(asked, reply, session.config)
         usage.add(reply.usage)
         if budget is not None:
-            budget.spend(LedgerUsage(turns=1, input_tokens=reply.usage.input_tokens,
-                                     output_tokens=reply.usage.output_tokens), session.provider.model)
+            # The ledger's input leaves cached input out: it is counted apart, and priced apart.
+            cached = reply.usage.cached_input_tokens
+            budget.spend(LedgerUsage(turns=1, input_tokens=reply.usage.input_tokens - cached,
+                                     cached_input_tokens=cached, output_tokens=reply.usage.output_tokens),
+                         session.provider.model)
         if reply.text:
             ev.emit(session.emit, ev.AssistantText(turn_id=turn_id, text=reply.text))
         if not reply.tool_calls:
@@ -267,6 +270,11 @@ def _run_call(session: TurnHost, turn_id: str, call: ToolCall, cancel: Cancellat
     ev.emit(emit, ev.ToolStarted(**started, risk=prepared.risk.value, summary=prepared.summary))
     if span.recording:
         span.set({"scv.tool.risk": prepared.risk.value})
+    budget = session.ctx.budget
+    hit = budget.hit() if budget is not None else None
+    if hit is not None:
+        # An earlier call of this response (its job) spent the rest of the run's budget: ask nothing.
+        return False, {"error": f"not run: {hit.sentence()}"}
     _enter(session, Phase.APPROVAL)
     answers: list[bool] = []
 
@@ -278,11 +286,14 @@ def _run_call(session: TurnHost, turn_id: str, call: ToolCall, cancel: Cancellat
         session.runner.approve(prepared, approver=approver)
     except RefusedError as err:
         approval[0] = "denied"
+        hit = budget.hit() if budget is not None else None
+        if hit is not None and not cancel.cancelled:
+            # The request was answered cancelled when the run's budget ran out while it waited.
+            return False, {"error": f"not run: {hit.sentence()}"}
         return False, {"error": str(err), "refused": True}
     approval[0] = "approved" if answers and not session.auto_approve else "auto"
     if cancel.cancelled:
         return False, {"error": "the turn was cancelled before this call ran"}
-    budget = session.ctx.budget
     hit = budget.hit() if budget is not None else None
     if hit is not None:
         # A background job spent the rest of the run's budget while the approval waited: the

@@ -7,9 +7,11 @@ saying how to allow it.
 """
 
 import enum
+import select
 import sys
 from typing import Callable, Protocol
 
+from scv.core.cancellation import Cancellation
 from scv.core.errors import RefusedError
 from scv.core.messages import ApprovalRequest
 from scv.core.risk import Risk
@@ -45,9 +47,15 @@ def terminal_approver(prompt_stream=None, answer_stream=None) -> Approver:
     out = prompt_stream or sys.stderr
     inp = answer_stream or sys.stdin
 
-    def ask(tool: str, risk: Risk, summary: str) -> bool:
+    def ask(tool: str, risk: Risk, summary: str, cancel: Cancellation | None = None) -> bool:
         out.write(f"scv: {tool} ({risk.value}) wants to {summary}\nAllow? [y/N] ")
         out.flush()
+        if cancel is not None:
+            # The turn cancelled, or the run's limit reached, while the person had not answered: denied.
+            if cancel.fileno() in select.select([inp.fileno(), cancel.fileno()], [], [])[0] or cancel.cancelled:
+                out.write("\nscv: not asked any more (the turn stopped); denied\n")
+                out.flush()
+                return False
         answer = inp.readline()
         return answer.strip().lower() in ("y", "yes")
     return ask

@@ -26,6 +26,7 @@ class FakeAnthropic:
         self.requests: list[dict] = []
         self.tool_use: tuple[str, str, dict] | None = None      # (prompt, tool name, input)
         self.loop_tool: tuple[str, dict] | None = None          # (tool name, input), every time
+        self.cache_read = 0         # cache_read_input_tokens each streamed message reports (when set)
         self.hold: threading.Event | None = None
         self.lock = threading.Lock()
         self.server, _ = serve_posts(self._handle)
@@ -64,8 +65,9 @@ class FakeAnthropic:
         stop = "tool_use" if blocks[0]["type"] == "tool_use" else "end_turn"
         events = [("message_start", {"type": "message_start", "message": {
             "id": f"msg_fake_{len(self.requests)}", "type": "message", "role": "assistant", "model": body.get("model"),
-            "content": [],
-            "stop_reason": None, "usage": {"input_tokens": 11, "output_tokens": 1}}})]
+            "content": [], "stop_reason": None,
+            "usage": {"input_tokens": 11, "output_tokens": 1,
+                      **({"cache_read_input_tokens": self.cache_read} if self.cache_read else {})}}})]
         for index, block in enumerate(blocks):
             if block["type"] == "tool_use":
                 start = dict(block, input={})
