@@ -28,6 +28,7 @@ from scv.config.mcp import McpServer
 from scv.core import events as ev
 from scv.core.cancellation import Cancellation
 from scv.core.errors import ScvError, WorkerLost
+from scv.core.mcp_wire import ERROR_TYPE, REQUEST_ID
 from scv.core.messages import Call, Result
 from scv.core.states import Moves
 
@@ -88,6 +89,7 @@ class _Server:
         self.worker: Any = None         # its LiveWorker while UP
         self.tools: list[OfferedTool] = []
         self.restarted = False          # its one restart is used
+        self.protocol = ""              # the revision its initialize answer named
         self.lock = threading.Lock()
 
     def move(self, to: ServerState) -> None:
@@ -125,6 +127,18 @@ def offered_tools(server: McpServer, listed: list[dict[str, Any]], note: Callabl
         kept.append(OfferedTool(name=name, server=server.name, tool=tool, description=entry.get("description") or "",
                                 schema=schema, read_only=bool(entry.get("read_only")), risk=server.risk))
     return kept
+
+
+def _traced(span: Any, server: _Server, tool: OfferedTool, value: dict[str, Any]) -> None:
+    """The MCP client keys of the conventions on the call's `execute_tool` span (which they say to
+    use rather than a second span; its context went to the server as `_meta.traceparent`), and
+    the result's keys for the span taken out of it."""
+    request_id, error_type = value.pop(REQUEST_ID, None), value.pop(ERROR_TYPE, None)
+    if span.recording:
+        span.set({"mcp.method.name": "tools/call", "mcp.protocol.version": server.protocol or None,
+                  "network.transport": "pipe", "jsonrpc.request.id": request_id, "error.type": error_type,
+                  "rpc.response.status_code": error_type if error_type not in (None, "tool_error") else None,
+                  "scv.mcp.server": tool.server, "scv.mcp.tool": tool.tool})
 
 
 def _failure(text: str, **fields: Any) -> Result:
@@ -203,6 +217,7 @@ class LiveMcpServers:
         with server.lock:
             server.worker = worker
             server.tools = offered_tools(config, result.value.get("tools") or [], self._note)
+            server.protocol = str(result.value.get("protocol_version") or "")
             server.move(ServerState.UP)
         return None
 
@@ -293,6 +308,7 @@ class LiveMcpServers:
             result = launch.live(worker, message)
         except WorkerLost:
             result = _failure(f"the MCP server {tool.server} exited before the call reached it")
+        _traced(launch.span, server, tool, result.value)
         if not result.ok and (result.value.pop("server_gone", False) or not worker.alive()):
             self._crashed(server, str(result.value.get("error")), str(result.value.get("stderr_tail") or ""))
         return result

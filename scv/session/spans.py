@@ -59,8 +59,10 @@ def named_tool_span(parent: Span, name: str, arguments: str, config: Config, cal
     """The `execute_tool` span of a call by name (`scv tool`'s has no model's call id)."""
     if not parent.recording:
         return parent
+    # An MCP server's tool is a request to another service: the conventions' CLIENT span.
     span = parent.child(f"execute_tool {name}", {"gen_ai.operation.name": "execute_tool",
-                                                  "gen_ai.tool.name": name, "gen_ai.tool.call.id": call_id})
+                                                  "gen_ai.tool.name": name, "gen_ai.tool.call.id": call_id},
+                        client=name.startswith("mcp__"))
     if content_allowed(span, config):
         span.set({"scv.tool.arguments": arguments})
     return span
