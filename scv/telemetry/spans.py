@@ -56,6 +56,7 @@ class Run:
     base class is a run that is not traced."""
 
     span: Span = NO_SPAN
+    notice: str | None = None       # the line printed when the variables asked for traces SCV cannot send
 
     def flush(self) -> None:
         """Sends the spans that ended so far, waiting at most the bound of the flush at exit; what
