@@ -84,7 +84,8 @@ def run_ray_batch(file: Path, *, output: Path | None, parallel: int | None, quie
         runner = BatchRunner(engine, todo, sink, progress.choose(sys.stderr, quiet), parallel=limit,
                              prefer=ctx.config.agent.prefer, schedule_timeout=schedule_timeout or
                              DEFAULT_SCHEDULE_TIMEOUT, retries=retries or 0, skipped=skipped, quota=quota)
-        return drive(runner, sink)
+        code = drive(runner, sink)
+        return code
     finally:
         try:
             if sink is not None:
