@@ -2,7 +2,7 @@
 with the official SDK (tests/mcp_tool_server.py). Each call is its `execute_tool` span (kind
 CLIENT, with the conventions' MCP keys), and the server receives that span as
 `_meta.traceparent` (with the run's tracestate) in the `tools/call` params; a call the server
-fails is `error.type` = `tool_error`. Untraced, no traceparent goes out. Spans at the in-memory
+fails is `error.type` = `tool_error`; the server's process has the run's span as TRACEPARENT. Untraced, no traceparent goes out. Spans at the in-memory
 OTLP receiver (tests/otlp_receiver.py)."""
 
 import json
@@ -13,7 +13,7 @@ import pytest
 
 from scv.core import traceparent
 from tests.conftest import run_scv, scv_env
-from tests.fakes import write_script
+from tests.fakes import events, write_script
 from tests.otel_extra import needs_otel
 from tests.otlp_receiver import OtlpReceiver
 from tests.test_tracing import TRACE_ID, traced_env
@@ -32,7 +32,8 @@ def _setup(tmp_path: Path) -> tuple[Path, Path, Path]:
                                                            "args": [str(SERVER), "--mark", str(marks)]}}}))
     script = write_script(tmp_path / "s.jsonl",
                           {"calls": [{"id": "t", "tool": "mcp__tools__trace", "args": {}},
-                                     {"id": "f", "tool": "mcp__tools__fail", "args": {"reason": "the disk is full"}}]},
+                                     {"id": "f", "tool": "mcp__tools__fail", "args": {"reason": "the disk is full"}},
+                                     {"id": "e", "tool": "mcp__tools__environment", "args": {"name": "TRACEPARENT"}}]},
                           {"text": "done"})
     return marks, config, script
 
@@ -40,9 +41,9 @@ def _setup(tmp_path: Path) -> tuple[Path, Path, Path]:
 @needs_otel
 def test_an_mcp_tool_call_is_a_client_span_whose_context_the_server_gets_in_meta(receiver, tmp_path, workspace):
     marks, config, script = _setup(tmp_path)
-    proc = run_scv("exec", "--script", str(script), "--auto-approve", "--mcp-config", str(config), "-C",
+    proc = run_scv("exec", "--script", str(script), "--json", "--auto-approve", "--mcp-config", str(config), "-C",
                    str(workspace), env=traced_env(receiver.endpoint, SCV_TELEMETRY_FLUSH_MS="30000"))
-    assert proc.returncode == 0 and proc.stdout.strip() == "done", proc.stderr
+    assert proc.returncode == 0 and events(proc)[-1]["reply"] == "done", proc.stderr
     spans = receiver.wait_for("scv exec")
     by_name = {span.name: span for span in spans}
     call, failed = by_name["execute_tool mcp__tools__trace"], by_name["execute_tool mcp__tools__fail"]
@@ -66,6 +67,12 @@ def test_an_mcp_tool_call_is_a_client_span_whose_context_the_server_gets_in_meta
     assert failed.attributes["jsonrpc.request.id"] != keys["jsonrpc.request.id"]
     assert "_mcp_" not in proc.stdout + proc.stderr
 
+    # The server process itself started under the run's span (it starts with the session).
+    [environment] = [event["result"] for event in events(proc)
+                     if event["type"] == "tool.completed" and event["call_id"] == "e"]
+    started = traceparent.parse(environment["content"][0]["text"])
+    assert (started.trace_id, started.span_id) == (TRACE_ID, by_name["scv exec"].span_id)
+
 
 def test_untraced_no_traceparent_goes_to_the_server_and_the_result_is_clean(tmp_path, workspace):
     marks, config, script = _setup(tmp_path)
@@ -75,7 +82,7 @@ def test_untraced_no_traceparent_goes_to_the_server_and_the_result_is_clean(tmp_
     assert proc.returncode == 0, proc.stderr
     assert (marks / "trace").read_text().split() == ["<none>", "<none>"]
     results = [json.loads(line)["result"] for line in proc.stdout.splitlines() if '"tool.completed"' in line]
-    assert len(results) == 2 and not [key for result in results for key in result if key.startswith("_mcp_")]
+    assert len(results) == 3 and not [key for result in results for key in result if key.startswith("_mcp_")]
 
 
 @pytest.fixture

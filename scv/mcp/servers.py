@@ -29,8 +29,10 @@ from scv.core import events as ev
 from scv.core.cancellation import Cancellation
 from scv.core.errors import ScvError, WorkerLost
 from scv.core.mcp_wire import ERROR_TYPE, REQUEST_ID
+from scv.core.traceparent import to_options
 from scv.core.messages import Call, Result
 from scv.core.states import Moves
+from scv.telemetry.spans import NO_SPAN, Span
 
 FULL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 EXECUTOR = "workers.mcp:start"
@@ -149,7 +151,7 @@ class LiveMcpServers:
     """The real seam: `supervisor` starts the live workers, `ctx` is the session's ToolContext."""
 
     def __init__(self, supervisor: Any, servers: dict[str, McpServer], ctx: Any, emit: ev.EventSink,
-                 note: Callable[[str], None] | None = None, home: str | None = None):
+                 note: Callable[[str], None] | None = None, home: str | None = None, trace: Span = NO_SPAN):
         from scv.config.load import scv_home
         self._supervisor = supervisor
         self._servers = {name: _Server(config) for name, config in servers.items()}
@@ -157,6 +159,7 @@ class LiveMcpServers:
         self._emit = emit
         self._note = note or (lambda line: print(f"scv: {line}", file=sys.stderr, flush=True))
         self._home = home or str(scv_home())
+        self._trace = trace         # the run's span: each server process's TRACEPARENT
         self._session = f"mcp{os.urandom(4).hex()}"
         self._generation = 0
         self._lock = threading.Lock()
@@ -209,7 +212,8 @@ class LiveMcpServers:
                        handle=worker.handle, id=call_id,
                        timeout_seconds=config.startup_timeout_seconds + BACKSTOP_SECONDS,
                        output_limit_bytes=ctx.config.tools.output_limit_bytes,
-                       options={"scv_home": self._home, "memory_mb": ctx.config.tools.worker_memory_mb})
+                       options={"scv_home": self._home, "memory_mb": ctx.config.tools.worker_memory_mb,
+                                **to_options(self._trace.context)})
         result = worker.call(message, cancel=cancel)
         if not result.ok:
             worker.close()

@@ -30,7 +30,7 @@ from scv.core.jsonrpc import Connection, Incoming, Response, WireError, decode_a
 from scv.core.mcp_wire import (CLIENT_VERSION, ERROR_TYPE, KNOWN_VERSIONS, REQUEST_ID, CallParams, CallResult,
                                CancelledParams, ClientInfo, InitializeParams, InitializeResult, ProgressParams,
                                ToolsListParams, ToolsListResult)
-from scv.core.traceparent import from_options
+from scv.core.traceparent import apply_options, from_options, to_meta
 from workers.agents import tracking
 from workers.delegation_records import RecordKeeper
 from workers.live.process import LiveProcess
@@ -63,6 +63,7 @@ class McpClient:
         instance = ctx.call.handle.split("/", 1)[0]
         own = lineage.link(instance, args["session_id"], args["delegation"])
         env = environment(dict(os.environ), args.get("env") or {}, own, args["depth"])
+        apply_options(env, ctx.call.options)        # the server's process starts under the run's span
         cwd = os.path.realpath(ctx.workspace)
         sandbox = SandboxedRun(args.get("sandbox"))
         try:
@@ -141,12 +142,8 @@ class McpClient:
     def _call(self, args: dict[str, Any], ctx: WorkerContext) -> dict[str, Any]:
         deadline = time.monotonic() + ctx.call.timeout_seconds
         self.progress_token, self.progress_seen, self.ctx = f"scv-{ctx.call.id}", 0, ctx
-        meta: dict[str, Any] = {"progressToken": self.progress_token}
-        trace = from_options(ctx.call.options)
-        if trace is not None:       # the call's span is the server's parent (the MCP conventions' _meta)
-            meta["traceparent"] = trace.traceparent
-            if trace.state:
-                meta["tracestate"] = trace.state
+        # The call's span is the server's parent (the MCP conventions' propagation in _meta).
+        meta = {"progressToken": self.progress_token, **to_meta(from_options(ctx.call.options))}
         try:
             answer = self._ask("tools/call", CallParams(args["tool"], args.get("arguments") or {}, meta),
                                ctx, deadline, f"the call of {args['tool']}")
