@@ -29,9 +29,9 @@ from scv.core import events as ev
 from scv.core.cancellation import Cancellation
 from scv.core.errors import ScvError, WorkerLost
 from scv.core.mcp_wire import ERROR_TYPE, REQUEST_ID
-from scv.core.traceparent import to_options
 from scv.core.messages import Call, Result
 from scv.core.states import Moves
+from scv.core.traceparent import to_options
 from scv.telemetry.spans import NO_SPAN, Span
 
 FULL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
