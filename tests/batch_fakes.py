@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scv.batch.engine import CANCELLED, Finished, Node, Progress, Started, Submission
+from scv.batch.engine import CANCELLED, Finished, Node, Note, Progress, Started, Submission
 from scv.batch.tasks import Task, TaskLine
 
 NODE = Node(host="fake-host", id="n1", name="fake-1")
@@ -41,6 +41,7 @@ class FakeEngine:
     duration: float = 1.0
     cancel_wait: float = 12.0
     progress_lines: int = 1
+    note: str | None = None     # a runner's note on every result (scv/batch/engine.py Note)
     clock: FakeClock = field(default_factory=FakeClock)
     submitted: list[tuple[str, int]] = field(default_factory=list)
     starts: list[tuple[str, str, float]] = field(default_factory=list)     # (task id, agent, when)
@@ -117,6 +118,8 @@ class FakeEngine:
             value = self._finish(run, now)
             if value is not None:
                 run.done = True
+                if self.note is not None:
+                    found.append(Note(NODE, self.note))
                 found.append(Finished(task_id, attempt, NODE, value))
         return found
 

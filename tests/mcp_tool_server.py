@@ -6,8 +6,9 @@ give to `scv exec` as a server it uses as tools.
 Tools: `echo` (read-only), `slow` (reports progress `steps` times, then waits until cancelled,
 noting `started` and `cancelled` in DIR), `fail` (an error result), `crash` (the process exits),
 `big` (`size` bytes of text), `grow` (adds the tool `extra` and says the list changed),
-`environment` (the value of one variable), `picture` (an image and text), `touch` (writes a file). `--crash-at-start` exits before serving, with a line on
-stderr; `--slow-start` waits before serving."""
+`environment` (the value of one variable), `picture` (an image and text), `touch` (writes a file),
+`trace` (the traceparent and tracestate of its `_meta`). `--crash-at-start` exits before serving,
+with a line on stderr; `--slow-start` waits before serving."""
 
 import argparse
 import asyncio
@@ -84,6 +85,16 @@ def big(size: int) -> str:
 def environment(name: str) -> str:
     """The value of the environment variable `name`, or <unset>."""
     return os.environ.get(name, "<unset>")
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def trace(ctx: Context) -> str:
+    """The traceparent and tracestate of the call's `_meta` (noted in DIR as `trace`), or <none>."""
+    meta = ctx.request_context.meta
+    extra = (meta.model_extra or {}) if meta is not None else {}
+    seen = f"{extra.get('traceparent', '<none>')} {extra.get('tracestate', '<none>')}"
+    mark("trace", seen)
+    return seen
 
 
 @server.tool()

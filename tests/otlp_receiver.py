@@ -26,6 +26,7 @@ class ReceivedSpan:
     service: str
     status_code: int
     kind: int = 0               # OTLP's SpanKind: 1 internal, 2 server, 3 client
+    links: list[tuple[str, str]] = field(default_factory=list)     # (trace id, span id) of each link
 
 
 @dataclass
@@ -71,7 +72,8 @@ def decode(body: bytes, content_type: str) -> list[ReceivedSpan]:
                     name=span.name, trace_id=span.trace_id.hex(), span_id=span.span_id.hex(),
                     parent_id=span.parent_span_id.hex(), attributes=_values(span.attributes),
                     events=[(event.name, _values(event.attributes)) for event in span.events],
-                    service=service, status_code=span.status.code, kind=span.kind))
+                    service=service, status_code=span.status.code, kind=span.kind,
+                    links=[(link.trace_id.hex(), link.span_id.hex()) for link in span.links]))
     return spans
 
 

@@ -10,7 +10,7 @@ import signal
 from scv.batch.progress import Display, EventLines
 from scv.batch.results import ResultSink
 from scv.batch.runner import BatchRunner
-from tests.batch_fakes import FakeEngine, make_tasks
+from tests.batch_fakes import NODE, FakeEngine, make_tasks
 
 
 def run(engine: FakeEngine, tasks, **options) -> tuple[int, list[dict], str, BatchRunner]:
@@ -145,3 +145,16 @@ def test_a_failed_task_makes_the_exit_status_one():
     code, lines, err, _ = run(engine, make_tasks(("a", "codex"), ("b", "codex")))
     assert code == 1 and by_id(lines)["b"]["status"] == "failed"
     assert "(b: failed)" in err
+
+
+def test_a_runners_note_is_printed_once_even_by_the_quiet_display():
+    note = "scv: telemetry: OpenTelemetry is not installed here; install it with pip install 'scv[otel]'"
+    engine = FakeEngine({"codex": 2}, note=note)
+    out, err = io.BytesIO(), io.StringIO()
+    runner = BatchRunner(engine, make_tasks(("a", "codex"), ("b", "codex"), ("c", "codex")), ResultSink(None, out),
+                         Display(err), parallel=2, clock=engine.clock)
+    assert runner.run() == 0
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert len(lines) == 3 and not [line for line in lines if "note" in line or "telemetry" in json.dumps(line)]
+    printed = [line for line in err.getvalue().splitlines() if line.startswith("scv: telemetry: ")]
+    assert printed == [f"{note} (node {NODE.label()})"]

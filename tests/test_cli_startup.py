@@ -155,6 +155,24 @@ def test_exec_untraced_imports_no_opentelemetry(tmp_path, workspace, variables):
     assert [name for name in modules if name.startswith(("opentelemetry", "scv.telemetry.otel", "google"))] == []
 
 
+@pytest.mark.parametrize("variables", [{}, {"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": CLOSED}],
+                         ids=["unset", "sdk-disabled"])
+def test_tool_untraced_imports_no_opentelemetry(tmp_path, workspace, variables):
+    code, modules, out = modules_after(tmp_path, "tool", "bash", '{"command":"echo ran"}', "--auto-approve",
+                                       cwd=workspace, env=_otel_env(**variables))
+    assert code == 0 and json.loads(out)["output"] == "ran\n"
+    assert "scv.commands.tool_call" in modules       # the real path ran
+    assert [name for name in modules if name.startswith(("opentelemetry", "scv.telemetry.otel", "google"))] == []
+
+
+@needs_otel
+def test_tool_traced_imports_opentelemetry(tmp_path, workspace):
+    code, modules, out = modules_after(tmp_path, "tool", "bash", '{"command":"echo ran"}', "--auto-approve",
+                                       cwd=workspace, env=_otel_env(OTEL_EXPORTER_OTLP_ENDPOINT=CLOSED))
+    assert code == 0 and json.loads(out)["output"] == "ran\n"
+    assert "scv.telemetry.otel" in modules
+
+
 @needs_otel
 def test_exec_traced_imports_opentelemetry(tmp_path, workspace):
     """The other side of the test above: the same run with an endpoint loads the exporter."""

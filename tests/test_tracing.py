@@ -437,3 +437,33 @@ def test_a_run_one_runner_sends_each_tasks_span_before_its_result(receiver, tmp_
     [agent] = [span for span in spans if span.name == "invoke_agent codex"]
     assert agent.parent_id == task.span_id and {span.trace_id for span in spans} == {TRACE_ID}
     assert not [body for body in receiver.raw if SECRETS[1].encode() in body]
+
+
+def test_a_run_one_runner_without_the_extra_notes_it_on_its_first_traced_result(tmp_path, monkeypatch, workspace):
+    """A node without scv[otel]: its runner's stderr is a log nobody reads, so the missing-extra
+    line rides on the result line of the first traced task (the driver prints it once, see
+    tests/test_batch_runner.py), and the task itself runs untraced."""
+    from scv.batch.run_one import decode_line, encode_task
+    from scv.batch.tasks import TaskLine
+    from tests.delegation_fakes import fake_agent
+    from tests.fakes import setup_fake_home
+    setup_fake_home(tmp_path, monkeypatch)
+    fake_agent(tmp_path, "codex", "printf '%s\\n' '{\"type\":\"item.completed\",\"item\":{\"id\":\"i\","
+                                  "\"type\":\"agent_message\",\"text\":\"done\"}}'\n")
+    blocker = tmp_path / "blocked" / "opentelemetry"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('not installed')\n")
+    env = traced_env("http://127.0.0.1:9")
+    del env["TRACEPARENT"], env["TRACESTATE"]
+    env["PYTHONPATH"] = f"{blocker.parent}{os.pathsep}{env['PYTHONPATH']}"
+    driver = traceparent.parse(INCOMING)
+    tasks = b"".join(encode_task(TaskLine(id=f"t{n}", prompt="x", agent="codex"), n, 1, trace=driver) + b"\n"
+                     for n in (1, 2))
+    proc = subprocess.run([sys.executable, "-m", "scv", "batch", "--run-one", "-C", str(workspace)], env=env,
+                          input=tasks, capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    results = [decode_line(line) for line in proc.stdout.splitlines() if b'"result"' in line]
+    assert [result.result["status"] for result in results] == ["completed", "completed"]
+    first, second = results
+    assert first.note is not None and first.note.startswith("scv: telemetry: ") and "scv[otel]" in first.note
+    assert second.note is None and b'"note"' not in proc.stdout.splitlines()[-1]

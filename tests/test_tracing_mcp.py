@@ -101,3 +101,54 @@ def test_mcp_tool_calls_are_server_spans_under_the_hosts_meta_or_the_connection(
     assert traceparent.parse(codex.env()["TRACEPARENT"]).span_id == invoked.span_id
     assert not [span for span in spans if any(PROMPT in str(value) for value in span.attributes.values())]
     assert not [body for body in receiver.raw if PROMPT.encode() in body]
+
+
+@needs_otel
+@pytest.mark.parametrize("protocol", ["http/protobuf", "http/json"])
+def test_initialize_and_tools_list_are_spans_and_a_call_under_the_hosts_span_links_the_connection(
+        tmp_path, scv_home, protocol):
+    from mcp.types import PaginatedRequestParams
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    receiver = OtlpReceiver()
+    env = {name: value for name, value in scv_env(SCV_HOME=str(scv_home)).items()
+           if not name.startswith(("OTEL_", "TRACE"))}
+    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint, OTEL_EXPORTER_OTLP_PROTOCOL=protocol,
+               TRACEPARENT=INCOMING, SCV_TELEMETRY_FLUSH_MS="30000")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "scv", "mcp", "-C", str(workspace),
+                                                                 "--tools", "bash", "--auto-approve"], env=env,
+                                   cwd=str(ROOT))
+    host = {"traceparent": f"00-{HOST_TRACE}-{HOST_SPAN}-01"}
+
+    async def main():
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                listed = await session.list_tools(params=PaginatedRequestParams(_meta=host))
+                ran = await session.call_tool("bash", {"command": "true"}, meta=host)
+                return listed, ran
+    try:
+        listed, ran = asyncio.run(asyncio.wait_for(main(), 120))
+        spans = receiver.wait_for("scv mcp")
+    finally:
+        receiver.close()
+    assert [tool.name for tool in listed.tools] == ["bash"] and ran.isError is False
+    [run] = [span for span in spans if span.name == "scv mcp"]
+    [initialize] = [span for span in spans if span.name == "initialize"]
+    lists = [span for span in spans if span.name == "tools/list"]
+    [call] = [span for span in spans if span.name == "tools/call bash"]
+
+    # initialize has no _meta here: under the connection, with the negotiated version.
+    assert (initialize.trace_id, initialize.parent_id, initialize.kind) == (TRACE_ID, run.span_id, SERVER_KIND)
+    assert initialize.attributes["mcp.method.name"] == "initialize" and initialize.links == []
+    assert initialize.attributes["mcp.protocol.version"] == run.attributes["mcp.protocol.version"]
+    assert initialize.attributes["network.transport"] == "pipe" and initialize.attributes["jsonrpc.request.id"]
+    # Our tools/list names the host's span; one the SDK may send itself does not.
+    ours = [span for span in lists if span.parent_id == HOST_SPAN]
+    assert len(ours) == 1 and ours[0].trace_id == HOST_TRACE and ours[0].kind == SERVER_KIND
+    assert ours[0].attributes["mcp.method.name"] == "tools/list"
+    assert ours[0].links == [(TRACE_ID, run.span_id)]
+    assert all(span.parent_id == run.span_id and span.links == [] for span in lists if span is not ours[0])
+    # The call continues the host's trace and links the connection it came on.
+    assert (call.trace_id, call.parent_id) == (HOST_TRACE, HOST_SPAN)
+    assert call.links == [(TRACE_ID, run.span_id)]

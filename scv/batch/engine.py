@@ -72,7 +72,15 @@ class Finished:
         return str(self.value.get("status"))
 
 
-Event = Started | Progress | Finished
+@dataclass(frozen=True)
+class Note:
+    """A line a node's runner asks the driver to print (tracing that could not start there): the
+    driver prints each one once, whatever its display."""
+    node: Node | None
+    text: str
+
+
+Event = Started | Progress | Finished | Note
 
 
 class Engine(Protocol):

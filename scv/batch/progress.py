@@ -80,6 +80,10 @@ class Display:
     def final(self, line: str) -> None:
         self._print(line)
 
+    def warn(self, line: str) -> None:
+        """A line every display prints, the quiet one too (a node's telemetry that failed)."""
+        self._print(line)
+
 
 class EventLines(Display):
     """A line per task event, for logs: nothing is redrawn."""
@@ -131,6 +135,9 @@ class LiveLine(Display):
 
     def note(self, text: str) -> None:
         self._above(f"scv batch: {text}")
+
+    def warn(self, line: str) -> None:
+        self._above(line)
 
     def started(self, task_id: str, attempt: int, node: Node) -> None:
         self._latest[task_id] = f"{_who(task_id, node)}: started" + (f" (attempt {attempt})" if attempt > 1 else "")

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable
 import ray
 import ray.exceptions as rx
 
-from scv.batch.engine import CANCELLED, LOST, Event, Finished, Node, Progress, Started, Submission
+from scv.batch.engine import CANCELLED, LOST, Event, Finished, Node, Note, Progress, Started, Submission
 from scv.batch.run_one import encode_task
 from scv.cluster.settings import AGENT_RESOURCE, slots_resource
 from scv.core.traceparent import TraceContext
@@ -155,5 +155,7 @@ class RayEngine:
             del self._gens[key]
             value = message.get("result") if isinstance(message.get("result"), dict) else {}
             value.setdefault("status", "failed")
-            return [Finished(task_id, attempt, node, value)]
+            finished = Finished(task_id, attempt, node, value)
+            note = message.get("note")
+            return [Note(node, note), finished] if isinstance(note, str) else [finished]
         return []

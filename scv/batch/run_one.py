@@ -56,8 +56,9 @@ class ProgressLine(msgspec.Struct, tag="progress", tag_field="type"):
     text: str
 
 
-class ResultLine(msgspec.Struct, tag="result", tag_field="type"):
+class ResultLine(msgspec.Struct, tag="result", tag_field="type", omit_defaults=True):
     result: dict[str, Any]          # the result object a local task gets
+    note: str | None = None         # a line for the driver to print (scv/batch/engine.py Note)
 
 
 RunOneLine = ProgressLine | ResultLine
@@ -145,7 +146,8 @@ def _serve(workspace: str | None, stop: list[int], stopping: Cancellation) -> in
                                      "error": f"scv batch --run-one needs one task as JSON on stdin ({err})"}))
                 code = EXIT_USAGE
                 continue
-            out.send(ResultLine(runner.run(one, stop, out)))
+            result = runner.run(one, stop, out)
+            out.send(ResultLine(result, note=runner.take_note()))
     finally:
         runner.close()
     return code
@@ -160,6 +162,7 @@ class _CallPath:
         self.engine = None
         self.batch = "stdout"
         self.tracing: Run | None = None
+        self._note: str | None = None     # for the next result line
 
     def _open(self) -> None:
         from scv.batch.local_engine import AgentCalls, LocalEngine
@@ -210,7 +213,13 @@ class _CallPath:
             return NO_SPAN
         if self.tracing is None:
             self.tracing = start_run(None)      # after the supervisor (opened above): it starts a thread
+            # This runner's stderr is a node's log nobody reads: the driver prints why, once.
+            self._note = self.tracing.notice
         return self.tracing.span.remote(parent)
+
+    def take_note(self) -> str | None:
+        note, self._note = self._note, None
+        return note
 
     def close(self) -> None:
         try:

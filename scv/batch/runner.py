@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from scv.batch.engine import CANCELLED, LOST, Engine, Finished, Node, Progress, Started, Submission
+from scv.batch.engine import CANCELLED, LOST, Engine, Finished, Node, Note, Progress, Started, Submission
 from scv.batch.progress import Display, Tally
 from scv.batch.quota import QuotaGate
 from scv.batch.results import COMPLETED, ResultSink
@@ -55,6 +55,7 @@ class BatchRunner:
         self.tasks = list(tasks)
         self.sink = sink
         self.display = display
+        self._warned: set[str] = set()      # the Note lines printed (each once)
         self.parallel = max(1, parallel)
         self.prefer = list(prefer)
         self.schedule_timeout = schedule_timeout
@@ -199,6 +200,12 @@ class BatchRunner:
         return False
 
     def _handle(self, event) -> Submission | None:
+        if isinstance(event, Note):
+            line = f"{event.text} (node {event.node.label()})" if event.node is not None else event.text
+            if line not in self._warned:
+                self._warned.add(line)
+                self.display.warn(line)
+            return None
         flight = self._flights.get((event.task_id, event.attempt))
         if flight is None:
             return None

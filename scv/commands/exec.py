@@ -182,7 +182,7 @@ def exec_command(prompt: str | None, script: Path | None, as_json: bool, timeout
         mcp = None
         if mcp_servers:
             from scv.mcp.servers import LiveMcpServers
-            mcp = LiveMcpServers(supervisor, mcp_servers, ctx, out.emit)
+            mcp = LiveMcpServers(supervisor, mcp_servers, ctx, out.emit, trace=run.span)
         try:
             session = Session(supervisor, ctx, provider, emit=out.emit, asker=_asker(prompt_from_stdin),
                               auto_approve=auto_approve, output_instruction=instruction, trace=run.span, mcp=mcp,

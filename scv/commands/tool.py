@@ -28,17 +28,26 @@ def tool_command(name: str, args_json: str | None, workspace: str | None, auto_a
     if args_json is None:
         args_json = "{}" if stdin_is_terminal else sys.stdin.read()
         stdin_is_terminal = False
+    from scv.telemetry.spans import Run
+    from scv.telemetry.start import start_run
+    run, code = Run(), 1
     try:
-        # The fork point starts first and loads the tool's executor while this process loads the
-        # rest of the call's path (the configuration, the one tool's spec): side by side.
-        with Supervisor(preload=executor_module(name), refill_spare=False) as supervisor:
-            from scv.commands.tool_call import run_call
-            result, stopped_by = run_call(supervisor, name, args_json, workspace, auto_approve, stdin_is_terminal)
-    except ScvError as err:
-        emit_json({"error": str(err)})
-        click.echo(f"scv: {err}", err=True)
-        sys.exit(2 if isinstance(err, RefusedError) else err.exit_code)
-    emit_json(result.value)
-    if stopped_by:
-        sys.exit(interrupted_exit(stopped_by[0]))
-    sys.exit(0 if result.ok else 1)
+        try:
+            # The fork point starts first and loads the tool's executor while this process loads the
+            # rest of the call's path (the configuration, the one tool's spec): side by side.
+            with Supervisor(preload=executor_module(name), refill_spare=False) as supervisor:
+                run = start_run("scv tool", {"gen_ai.tool.name": name})     # after the supervisor: a thread
+                from scv.commands.tool_call import run_call
+                result, stopped_by = run_call(supervisor, name, args_json, workspace, auto_approve,
+                                              stdin_is_terminal, run.span)
+        except ScvError as err:
+            emit_json({"error": str(err)})
+            click.echo(f"scv: {err}", err=True)
+            code = 2 if isinstance(err, RefusedError) else err.exit_code
+        else:
+            emit_json(result.value)
+            code = interrupted_exit(stopped_by[0]) if stopped_by else 0 if result.ok else 1
+    finally:
+        run.span.set({"scv.exit_code": code})
+        run.finish(None if code == 0 else f"exit status {code}")
+    sys.exit(code)

@@ -12,6 +12,12 @@ import msgspec
 CLIENT_VERSION = "2025-06-18"
 KNOWN_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 
+# Keys of a call's result for its span only (the JSON-RPC id, the conventions' `error.type` of a
+# failure: `tool_error` for an `isError` result, else the error answer's code): the
+# supervisor takes them out before anyone else sees the result (scv/mcp/servers.py).
+REQUEST_ID = "_mcp_request_id"
+ERROR_TYPE = "_mcp_error_type"
+
 
 class ClientInfo(msgspec.Struct):
     name: str

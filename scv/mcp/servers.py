@@ -28,8 +28,11 @@ from scv.config.mcp import McpServer
 from scv.core import events as ev
 from scv.core.cancellation import Cancellation
 from scv.core.errors import ScvError, WorkerLost
+from scv.core.mcp_wire import ERROR_TYPE, REQUEST_ID
 from scv.core.messages import Call, Result
 from scv.core.states import Moves
+from scv.core.traceparent import to_options
+from scv.telemetry.spans import NO_SPAN, Span
 
 FULL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 EXECUTOR = "workers.mcp:start"
@@ -88,6 +91,7 @@ class _Server:
         self.worker: Any = None         # its LiveWorker while UP
         self.tools: list[OfferedTool] = []
         self.restarted = False          # its one restart is used
+        self.protocol = ""              # the revision its initialize answer named
         self.lock = threading.Lock()
 
     def move(self, to: ServerState) -> None:
@@ -127,6 +131,18 @@ def offered_tools(server: McpServer, listed: list[dict[str, Any]], note: Callabl
     return kept
 
 
+def _traced(span: Any, server: _Server, tool: OfferedTool, value: dict[str, Any]) -> None:
+    """The MCP client keys of the conventions on the call's `execute_tool` span (which they say to
+    use rather than a second span; its context went to the server as `_meta.traceparent`), and
+    the result's keys for the span taken out of it."""
+    request_id, error_type = value.pop(REQUEST_ID, None), value.pop(ERROR_TYPE, None)
+    if span.recording:
+        span.set({"mcp.method.name": "tools/call", "mcp.protocol.version": server.protocol or None,
+                  "network.transport": "pipe", "jsonrpc.request.id": request_id, "error.type": error_type,
+                  "rpc.response.status_code": error_type if error_type not in (None, "tool_error") else None,
+                  "scv.mcp.server": tool.server, "scv.mcp.tool": tool.tool})
+
+
 def _failure(text: str, **fields: Any) -> Result:
     return Result(ok=False, value={**fields, "error": text})
 
@@ -135,7 +151,7 @@ class LiveMcpServers:
     """The real seam: `supervisor` starts the live workers, `ctx` is the session's ToolContext."""
 
     def __init__(self, supervisor: Any, servers: dict[str, McpServer], ctx: Any, emit: ev.EventSink,
-                 note: Callable[[str], None] | None = None, home: str | None = None):
+                 note: Callable[[str], None] | None = None, home: str | None = None, trace: Span = NO_SPAN):
         from scv.config.load import scv_home
         self._supervisor = supervisor
         self._servers = {name: _Server(config) for name, config in servers.items()}
@@ -143,6 +159,7 @@ class LiveMcpServers:
         self._emit = emit
         self._note = note or (lambda line: print(f"scv: {line}", file=sys.stderr, flush=True))
         self._home = home or str(scv_home())
+        self._trace = trace         # the run's span: each server process's TRACEPARENT
         self._session = f"mcp{os.urandom(4).hex()}"
         self._generation = 0
         self._lock = threading.Lock()
@@ -195,7 +212,8 @@ class LiveMcpServers:
                        handle=worker.handle, id=call_id,
                        timeout_seconds=config.startup_timeout_seconds + BACKSTOP_SECONDS,
                        output_limit_bytes=ctx.config.tools.output_limit_bytes,
-                       options={"scv_home": self._home, "memory_mb": ctx.config.tools.worker_memory_mb})
+                       options={"scv_home": self._home, "memory_mb": ctx.config.tools.worker_memory_mb,
+                                **to_options(self._trace.context)})
         result = worker.call(message, cancel=cancel)
         if not result.ok:
             worker.close()
@@ -203,6 +221,7 @@ class LiveMcpServers:
         with server.lock:
             server.worker = worker
             server.tools = offered_tools(config, result.value.get("tools") or [], self._note)
+            server.protocol = str(result.value.get("protocol_version") or "")
             server.move(ServerState.UP)
         return None
 
@@ -293,6 +312,7 @@ class LiveMcpServers:
             result = launch.live(worker, message)
         except WorkerLost:
             result = _failure(f"the MCP server {tool.server} exited before the call reached it")
+        _traced(launch.span, server, tool, result.value)
         if not result.ok and (result.value.pop("server_gone", False) or not worker.alive()):
             self._crashed(server, str(result.value.get("error")), str(result.value.get("stderr_tail") or ""))
         return result

@@ -213,8 +213,10 @@ class McpServer:
 
     def _handle(self, message: jsonrpc.Incoming) -> None:
         method, rid = message.method, message.id
+        span: Span | None = None        # the span of an initialize or tools/list, ended here
         try:
             if method == "initialize":
+                span = mcp_spans.request_span(self.trace, method, rid, message.params, "")
                 params = jsonrpc.decode_as(message.params, InitializeParams, "the host's")
                 self.elicitation = isinstance(params.capabilities.get("elicitation"), dict)
                 version = params.protocol_version if params.protocol_version in VERSIONS else VERSIONS[0]
@@ -227,6 +229,8 @@ class McpServer:
                     capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
                 self._send("respond", rid, {"protocolVersion": version, "capabilities": capabilities,
                                             "serverInfo": {"name": "scv", "version": __version__}})
+                span.set({"mcp.protocol.version": version})
+                mcp_spans.end_request(span)
             elif method == "notifications/cancelled":
                 params = jsonrpc.decode_as(message.params, CancelledParams, "the host's")
                 with self._lock:
@@ -240,7 +244,9 @@ class McpServer:
             elif method == "ping":
                 self._send("respond", rid, {})
             elif method == "tools/list":
+                span = mcp_spans.request_span(self.trace, method, rid, message.params, self.version)
                 self._send("respond", rid, {"tools": [self._describe(spec) for spec in self.offered.values()]})
+                mcp_spans.end_request(span)
             elif method == "tools/call":
                 params = jsonrpc.decode_as(message.params, CallParams, "the host's")
                 if params.name not in self.offered:
@@ -256,6 +262,8 @@ class McpServer:
         except jsonrpc.WireError as err:
             if rid is not None:
                 self._send("respond_error", rid, jsonrpc.INVALID_PARAMS, str(err))
+            if span is not None:
+                mcp_spans.end_request(span, jsonrpc.INVALID_PARAMS, str(err))
 
     def _describe(self, spec) -> dict[str, Any]:
         described = spec.describe(self.ctx)

@@ -272,7 +272,7 @@ class StdioServer:
                 from scv.config.mcp import servers
                 from scv.mcp.servers import LiveMcpServers
                 mcp = LiveMcpServers(self.supervisor, servers(config.mcp_servers, None, str(user_config_path())),
-                                     ctx, self.notify)
+                                     ctx, self.notify, trace=self.trace)
             session = Session(self.supervisor, ctx, provider, emit=self.notify, asker=self._ask,
                               auto_approve=params.auto_approve, base_prompt=params.system_prompt, trace=self.trace,
                               mcp=mcp, limits=limits)

@@ -52,12 +52,19 @@ def end_model(span: Span, reply: ModelReply, config: Config) -> None:
 
 
 def tool_span(parent: Span, call: ToolCall, config: Config) -> Span:
+    return named_tool_span(parent, call.name, call.arguments, config, call.id)
+
+
+def named_tool_span(parent: Span, name: str, arguments: str, config: Config, call_id: str | None = None) -> Span:
+    """The `execute_tool` span of a call by name (`scv tool`'s has no model's call id)."""
     if not parent.recording:
         return parent
-    span = parent.child(f"execute_tool {call.name}", {"gen_ai.operation.name": "execute_tool",
-                                                       "gen_ai.tool.name": call.name, "gen_ai.tool.call.id": call.id})
+    # An MCP server's tool is a request to another service: the conventions' CLIENT span.
+    span = parent.child(f"execute_tool {name}", {"gen_ai.operation.name": "execute_tool",
+                                                  "gen_ai.tool.name": name, "gen_ai.tool.call.id": call_id},
+                        client=name.startswith("mcp__"))
     if content_allowed(span, config):
-        span.set({"scv.tool.arguments": call.arguments})
+        span.set({"scv.tool.arguments": arguments})
     return span
 
 

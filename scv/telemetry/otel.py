@@ -50,10 +50,11 @@ class OtelSpan(Span):
         self._tracer = tracer
 
     def child(self, name: str, attributes: Attributes | None = None, *, client: bool = False,
-              server: bool = False) -> Span:
+              server: bool = False, links: Sequence[TraceContext] = ()) -> Span:
         kind = api.SpanKind.CLIENT if client else api.SpanKind.SERVER if server else api.SpanKind.INTERNAL
         span = self._tracer.start_span(name, context=api.set_span_in_context(self._span), kind=kind,
-                                       attributes=_clean(attributes))
+                                       attributes=_clean(attributes),
+                                       links=[api.Link(_remote_span(link).get_span_context()) for link in links])
         return OtelSpan(span, self._tracer)
 
     def set(self, attributes: Attributes) -> None:

@@ -7,7 +7,7 @@ nothing and whose children are itself. scv/telemetry/otel.py is the real impleme
 scv/telemetry/start.py chooses between them.
 """
 
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, Sequence
 
 from scv.core.traceparent import TraceContext
 
@@ -21,9 +21,11 @@ class Span:
     recording: ClassVar[bool] = False
 
     def child(self, name: str, attributes: Attributes | None = None, *, client: bool = False,
-              server: bool = False) -> "Span":
+              server: bool = False, links: Sequence[TraceContext] = ()) -> "Span":
         """A new span under this one (`client`: a request to another service, such as a model;
-        `server`: the handling of a request another process sent, such as an MCP host's call)."""
+        `server`: the handling of a request another process sent, such as an MCP host's call).
+        `links`: other spans it relates to without descending from them (an MCP call whose parent
+        is the host's span links the connection it arrived on)."""
         return self
 
     def set(self, attributes: Attributes) -> None:
@@ -54,6 +56,7 @@ class Run:
     base class is a run that is not traced."""
 
     span: Span = NO_SPAN
+    notice: str | None = None       # the line printed when the variables asked for traces SCV cannot send
 
     def flush(self) -> None:
         """Sends the spans that ended so far, waiting at most the bound of the flush at exit; what

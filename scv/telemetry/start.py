@@ -21,13 +21,19 @@ def start_run(name: str | None, attributes: Attributes | None = None,
     With `name` None the process has no span of its own: it serves work that belongs to other
     traces (a Ray task's runner), and each piece's spans go under `run.span.remote(context)`."""
     settings, notice = decide(environ)
-    if notice is not None:
-        print(notice, file=sys.stderr, flush=True)
     if settings is None:
-        return Run()
+        return _untraced(notice)
     try:
         from scv.telemetry import otel
     except ImportError:
-        print(MISSING_EXTRA, file=sys.stderr, flush=True)
-        return Run()
+        return _untraced(MISSING_EXTRA)
     return otel.start(settings, name, attributes or {}, None if name is None else from_environ(environ))
+
+
+def _untraced(notice: str | None) -> Run:
+    """An untraced run; `notice` (why the variables' ask is not met) is printed, and kept on it."""
+    run = Run()
+    if notice is not None:
+        print(notice, file=sys.stderr, flush=True)
+        run.notice = notice
+    return run

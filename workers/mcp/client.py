@@ -27,8 +27,10 @@ from scv.core import jsonrpc, lineage
 from scv.core.agents.descriptors import DESCRIPTORS
 from scv.core.agents.environment import is_removed
 from scv.core.jsonrpc import Connection, Incoming, Response, WireError, decode_as
-from scv.core.mcp_wire import (CLIENT_VERSION, KNOWN_VERSIONS, CallParams, CallResult, CancelledParams, ClientInfo,
-                               InitializeParams, InitializeResult, ProgressParams, ToolsListParams, ToolsListResult)
+from scv.core.mcp_wire import (CLIENT_VERSION, ERROR_TYPE, KNOWN_VERSIONS, REQUEST_ID, CallParams, CallResult,
+                               CancelledParams, ClientInfo, InitializeParams, InitializeResult, ProgressParams,
+                               ToolsListParams, ToolsListResult)
+from scv.core.traceparent import apply_options, from_options, to_meta
 from workers.agents import tracking
 from workers.delegation_records import RecordKeeper
 from workers.live.process import LiveProcess
@@ -61,6 +63,7 @@ class McpClient:
         instance = ctx.call.handle.split("/", 1)[0]
         own = lineage.link(instance, args["session_id"], args["delegation"])
         env = environment(dict(os.environ), args.get("env") or {}, own, args["depth"])
+        apply_options(env, ctx.call.options)        # the server's process starts under the run's span
         cwd = os.path.realpath(ctx.workspace)
         sandbox = SandboxedRun(args.get("sandbox"))
         try:
@@ -139,9 +142,10 @@ class McpClient:
     def _call(self, args: dict[str, Any], ctx: WorkerContext) -> dict[str, Any]:
         deadline = time.monotonic() + ctx.call.timeout_seconds
         self.progress_token, self.progress_seen, self.ctx = f"scv-{ctx.call.id}", 0, ctx
+        # The call's span is the server's parent (the MCP conventions' propagation in _meta).
+        meta = {"progressToken": self.progress_token, **to_meta(from_options(ctx.call.options))}
         try:
-            answer = self._ask("tools/call", CallParams(args["tool"], args.get("arguments") or {},
-                                                        {"progressToken": self.progress_token}),
+            answer = self._ask("tools/call", CallParams(args["tool"], args.get("arguments") or {}, meta),
                                ctx, deadline, f"the call of {args['tool']}")
         finally:
             self.progress_token, self.ctx = None, None
@@ -150,7 +154,8 @@ class McpClient:
         except WireError as err:
             raise ToolFailure(str(err)) from None
         content, cut = bounded(result.content, self.limit_bytes)
-        value: dict[str, Any] = {"server": self.server, "tool": args["tool"], "content": content, "truncated": cut}
+        value: dict[str, Any] = {"server": self.server, "tool": args["tool"], "content": content, "truncated": cut,
+                                 REQUEST_ID: str(answer.id)}
         if result.structured_content is not None:
             # Kept only whole and within the limit beside the content (it most often repeats it).
             if not cut and len(msgspec.json.encode(result.structured_content)) <= self.limit_bytes:
@@ -160,7 +165,7 @@ class McpClient:
         if result.is_error:
             text = " ".join(block.get("text", "") for block in content if block.get("type") == "text").strip()
             raise ToolFailure(f"{args['tool']} on the MCP server {self.server} failed: "
-                              f"{text[:2000] or 'it gave no reason'}", **{k: v for k, v in value.items()})
+                              f"{text[:2000] or 'it gave no reason'}", **value, **{ERROR_TYPE: "tool_error"})
         return value
 
     # --- waiting for an answer -----------------------------------------------------------------
@@ -173,7 +178,8 @@ class McpClient:
             if answer is not None:
                 if answer.error is not None:
                     if method == "tools/call":
-                        raise ToolFailure(f"the MCP server {self.server} refused {params.name}: {answer.error.text()}")
+                        raise ToolFailure(f"the MCP server {self.server} refused {params.name}: {answer.error.text()}",
+                                          **{REQUEST_ID: str(request_id), ERROR_TYPE: str(answer.error.code)})
                     raise self._fault(f"the MCP server {self.server} answered {method} with an error: "
                                       f"{answer.error.text()}")
                 return answer
