@@ -69,3 +69,20 @@ def test_a_file_that_is_not_results_is_refused_and_scv_batch_writes_its_report(t
                    "-C", str(workspace))
     assert done.returncode == 0, done.stderr
     assert "2 task(s): 2 completed" in report.read_text()
+
+
+def test_an_agents_cost_is_unknown_when_one_of_its_tasks_cost_is(tmp_path):
+    lines = [{"id": "a", "agent": "codex", "status": "completed", "elapsed_seconds": 1,
+              "usage": {"turns": 2, "input_tokens": 10, "output_tokens": 5, "cost_usd": 0.25, "cost_source": "prices"}},
+             {"id": "b", "agent": "codex", "status": "completed", "elapsed_seconds": 1,
+              "usage": {"turns": 1, "input_tokens": 7, "output_tokens": 1, "cost_usd": None, "cost_source": None}},
+             {"id": "c", "agent": "claude", "status": "completed", "elapsed_seconds": 1,
+              "usage": {"turns": 1, "input_tokens": 3, "output_tokens": 2, "cost_usd": 0.5,
+                        "cost_source": "reported"}}]
+    results = write_lines(tmp_path / "out.jsonl", *(json.dumps(line) for line in lines))
+    summary = json.loads(run_scv("batch-report", str(results), "--json").stdout)
+    assert summary["usage"]["codex"] == {"turns": 3, "input_tokens": 17, "output_tokens": 6, "cost_usd": None}
+    assert summary["usage"]["claude"]["cost_usd"] == 0.5
+    markdown = tmp_path / "r.md"
+    assert run_scv("batch-report", str(results), "--markdown", str(markdown)).returncode == 0
+    assert "- codex: cost_usd unknown, input_tokens 17, output_tokens 6, turns 3" in markdown.read_text()

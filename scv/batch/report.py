@@ -56,18 +56,30 @@ def _failed_check(line: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _usage(lines: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Agent -> summed numeric usage fields (tokens, cost) of its tasks."""
-    totals: dict[str, dict[str, float]] = {}
+def _usage(lines: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """Agent -> summed numeric usage fields (tokens, cost) of its tasks. As in the usage ledger, a
+    cost is known only when every task's is: one task of unknown cost makes its agent's null."""
+    totals: dict[str, dict[str, float | None]] = {}
+    unknown_cost: set[str] = set()
     for line in lines:
         usage = line.get("usage")
         if not isinstance(usage, dict):
             continue
-        mine = totals.setdefault(str(line.get("agent")), {})
+        agent = str(line.get("agent"))
+        mine = totals.setdefault(agent, {})
         for key, value in usage.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                mine[key] = mine.get(key, 0) + value
+            if _number(value):
+                mine[key] = (mine.get(key) or 0) + value
+        if not _number(usage.get("cost_usd")):
+            unknown_cost.add(agent)
+    for agent in unknown_cost:
+        if "cost_usd" in totals[agent]:
+            totals[agent]["cost_usd"] = None
     return totals
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def summary(lines: list[dict[str, Any]], not_started: list[str] = ()) -> dict[str, Any]:
@@ -109,7 +121,8 @@ def markdown(lines: list[dict[str, Any]], not_started: list[str] = ()) -> str:
     if facts["usage"]:
         out += ["", "## Usage", ""]
         for agent, usage in sorted(facts["usage"].items()):
-            out.append(f"- {agent}: " + ", ".join(f"{key} {value:g}" for key, value in sorted(usage.items())))
+            out.append(f"- {agent}: " + ", ".join(f"{key} {'unknown' if value is None else format(value, 'g')}"
+                                                  for key, value in sorted(usage.items())))
     out += ["", "## Slowest tasks", ""]
     out += [f"- {_cell(item['id'])}: {item['elapsed_seconds']} s" for item in facts["slowest"]]
     if facts["failures"]:
