@@ -355,7 +355,8 @@ def test_a_schema_path_is_read_by_the_driver_and_the_task_carries_the_object(clu
     proc = head.start(*cluster.batch(head, batch, "--output", str(out)), log=err)
     assert proc.wait(SLOW) == 1, err.read_text()         # schema_invalid fails the batch
     found = lines_of(out)["s0"]
-    assert found["status"] == "schema_invalid" and found["node"]["id"] == cluster.node_ids["alpha"], found
-    assert found["reply"] == "done on alpha" and found["errors"]
-    sent = (cluster.alpha.root / "log" / "prompts").read_text()
+    assert found["status"] == "schema_invalid" and found["reply"].startswith("done on ") and found["errors"], found
+    # Whichever node offering codex ran it (an earlier test may have replaced one) got the schema.
+    logs = [m.root / "log" / "prompts" for m in cluster.machines]
+    sent = "".join(log.read_text() for log in logs if log.exists())
     assert "Structured result" in sent and '"required":["verdict"]' in sent

@@ -104,7 +104,7 @@ def test_two_turns_on_one_nested_scv_with_its_approvals_relayed(nested, workspac
     assert first["ok"] is True
     # Two model responses of the nested SCV: the bash call, then the reply.
     assert first["result"] == {"agent": "scv", "status": "completed", "reply": "the file is made",
-                               "usage": {"turns": 2, "input_tokens": 20, "cached_input_tokens": None,
+                               "usage": {"turns": 2, "input_tokens": 20, "cached_input_tokens": 0,
                                          "output_tokens": 10, "cost_usd": None, "cost_source": None},
                                "session": "scv-1", "turn": 1}
     assert (workspace / "made-by-nested.txt").read_text() == "nested\n"
