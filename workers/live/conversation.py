@@ -175,17 +175,8 @@ class LiveConversation(abc.ABC):
         """What the process printed between calls (`closing`: its stdout ended)."""
 
     def on_idle(self) -> bool:
-        """Output between calls; False once the process is gone (collected, its group and
-        everything tagged stopped, its record removed)."""
-        if not self.proc.alive:
-            self.proc.forget()
-            return False
-        pumped = self.proc.pump(0, (), self.queued())
-        self.idle_output(pumped.stdout, pumped.exited)
-        if pumped.exited:
-            self.proc.forget()
-            return False
-        return True
+        """Output between calls; False once the process is gone."""
+        return self.proc.pump_idle(self.queued(), self.idle_output)
 
     def close(self) -> None:
         """The conversation ended: stdin closed, 2 s of grace, then the group and everything tagged."""

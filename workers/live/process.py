@@ -11,6 +11,7 @@ the pipe takes it, so neither side can stall the other. stderr is only ever kept
 import os
 import selectors
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from scv.core import lineage, stopping
@@ -148,6 +149,19 @@ class LiveProcess:
             result.stdout.extend(self._drain())
             result.exited = True
         return result
+
+    def pump_idle(self, out: bytearray | None, on_output: Callable[[list[bytes], bool], None]) -> bool:
+        """Output between calls, given to `on_output(chunks, exited)`; False once the process is
+        gone (collected, its group and everything tagged stopped, its record removed)."""
+        if not self.alive:
+            self.forget()
+            return False
+        pumped = self.pump(0, (), out)
+        on_output(pumped.stdout, pumped.exited)
+        if pumped.exited:
+            self.forget()
+            return False
+        return True
 
     def _read_stderr(self) -> None:
         if self.stderr_fd is None:

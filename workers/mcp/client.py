@@ -271,16 +271,11 @@ class McpClient:
 
     def on_idle(self) -> bool:
         """Output between calls (notifications, pings); False once the server is gone."""
-        if not self.proc.alive:
-            self.proc.forget()
-            return False
-        pumped = self.proc.pump(0, (), self.wire.out)
-        for chunk in pumped.stdout:
+        return self.proc.pump_idle(self.wire.out, self._idle_output)
+
+    def _idle_output(self, chunks: list[bytes], exited: bool) -> None:
+        for chunk in chunks:
             self._dispatch(self.wire.feed(chunk))
-        if pumped.exited:
-            self.proc.forget()
-            return False
-        return True
 
     def close(self) -> None:
         self.proc.shutdown()
