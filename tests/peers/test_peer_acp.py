@@ -18,7 +18,7 @@ from tests.fakes import wait_for
 from tests.live_fakes import harness, live  # noqa: F401 (fixtures)
 from tests.live_fakes import acp_args
 from tests.peers.fake_anthropic import FakeAnthropic
-from tests.peers.test_peer_agents import TIMEOUT, _bin, _write, needs
+from tests.peers.test_peer_agents import CODEX_KEY, TIMEOUT, _bin, needs, point_claude_at, point_codex_at
 from workers.live import acp
 from workers.runtime import ToolFailure
 
@@ -82,10 +82,7 @@ def anthropic(scv_home, monkeypatch):
     # --allow-dangerously-skip-permissions, which the CLI refuses as root unless IS_SANDBOX is "1".
     monkeypatch.delenv("IS_SANDBOX", raising=False)
     fake = FakeAnthropic()
-    settings = {"env": {"ANTHROPIC_BASE_URL": fake.base_url, "ANTHROPIC_API_KEY": "sk-ant-fake",
-                        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
-                        "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_MAX_RETRIES": "0"}}
-    _write(scv_home / "agents" / "claude" / ".claude" / "settings.json", json.dumps(settings))
+    point_claude_at(scv_home, fake)
     yield fake
     if fake.hold is not None:
         fake.hold.set()
@@ -138,17 +135,11 @@ def test_claude_agent_acp_cancel_mid_turn_keeps_the_conversation(harness, live, 
 
 # --- Codex over codex-acp ------------------------------------------------------------------------
 
-CODEX_KEY = "sk-codex-fake"
-
-
 @pytest.fixture
 def openai(scv_home, workspace):
     subprocess.run(["git", "init", "-q", str(workspace)], check=True)
     fake = FakeOpenAI(api_key=CODEX_KEY, models=("fake-model",))
-    _write(scv_home / "agents" / "codex" / "config.toml",
-           'model = "fake-model"\nmodel_provider = "fake"\n[model_providers.fake]\nname = "fake"\n'
-           f'base_url = "{fake.base_url}"\nwire_api = "responses"\n'
-           f'experimental_bearer_token = "{CODEX_KEY}"\nrequest_max_retries = 0\nstream_max_retries = 0\n')
+    point_codex_at(scv_home, fake)
     yield fake
     fake.close()
 

@@ -52,6 +52,25 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text)
 
 
+CLAUDE_ENV = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
+              "CLAUDE_CODE_MAX_RETRIES": "0"}
+CODEX_KEY = "sk-codex-fake"
+
+
+def point_claude_at(scv_home: Path, fake: FakeAnthropic) -> None:
+    """Claude Code in SCV's private home for it talks to the fake Anthropic server, quietly."""
+    settings = {"env": {"ANTHROPIC_BASE_URL": fake.base_url, "ANTHROPIC_API_KEY": "sk-ant-fake", **CLAUDE_ENV}}
+    _write(scv_home / "agents" / "claude" / ".claude" / "settings.json", json.dumps(settings))
+
+
+def point_codex_at(scv_home: Path, fake: FakeOpenAI) -> None:
+    """Codex in SCV's private home for it uses the fake OpenAI server's `fake-model`, no retries."""
+    _write(scv_home / "agents" / "codex" / "config.toml",
+           'model = "fake-model"\nmodel_provider = "fake"\n[model_providers.fake]\nname = "fake"\n'
+           f'base_url = "{fake.base_url}"\nwire_api = "responses"\n'
+           f'experimental_bearer_token = "{CODEX_KEY}"\nrequest_max_retries = 0\nstream_max_retries = 0\n')
+
+
 def _call(runner, raw: dict) -> dict:
     result = runner.run(runner.prepare("agent", {**raw, "timeout_seconds": TIMEOUT}))
     return result.value
@@ -62,10 +81,7 @@ def test_claude_code_turns_and_sign_in_failure(offer, make_runner, scv_home, wor
     offer("claude")
     fake = FakeAnthropic()
     try:
-        settings = {"env": {"ANTHROPIC_BASE_URL": fake.base_url, "ANTHROPIC_API_KEY": "sk-ant-fake",
-                            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
-                            "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_MAX_RETRIES": "0"}}
-        _write(scv_home / "agents" / "claude" / ".claude" / "settings.json", json.dumps(settings))
+        point_claude_at(scv_home, fake)
         runner = make_runner()
         first = _call(runner, {"agent": "claude", "prompt": "say hi"})
         assert first["status"] == "completed", first
@@ -91,12 +107,9 @@ def test_claude_code_signed_out(offer, make_runner):
 def test_codex_turns_resume_with_options(offer, make_runner, scv_home, workspace):
     offer("codex")
     subprocess.run(["git", "init", "-q", str(workspace)], check=True)
-    fake = FakeOpenAI(api_key="sk-codex-fake", models=("fake-model", "other-model"))
+    fake = FakeOpenAI(api_key=CODEX_KEY, models=("fake-model", "other-model"))
     try:
-        _write(scv_home / "agents" / "codex" / "config.toml",
-               'model = "fake-model"\nmodel_provider = "fake"\n[model_providers.fake]\nname = "fake"\n'
-               f'base_url = "{fake.base_url}"\nwire_api = "responses"\n'
-               'experimental_bearer_token = "sk-codex-fake"\nrequest_max_retries = 0\nstream_max_retries = 0\n')
+        point_codex_at(scv_home, fake)
         fake.enqueue(*[Reply(text="hi from the fake")] * 4)
         runner = make_runner()
         first = _call(runner, {"agent": "codex", "prompt": "say hi"})

@@ -16,7 +16,7 @@ from tests.fake_openai import FakeOpenAI, Reply
 from tests.fakes import wait_for
 from tests.peers.fake_anthropic import FakeAnthropic
 from tests.peers.test_peer_agents import offer  # noqa: F401 (fixture)
-from tests.peers.test_peer_agents import _call, _write, needs
+from tests.peers.test_peer_agents import CODEX_KEY, _call, needs, point_claude_at, point_codex_at
 
 pytestmark = pytest.mark.peers
 
@@ -46,10 +46,7 @@ def test_claude_code_looping_on_a_tool_stops_at_two_turns(offer, make_runner, sc
     offer("claude")
     fake = FakeAnthropic()
     try:
-        settings = {"env": {"ANTHROPIC_BASE_URL": fake.base_url, "ANTHROPIC_API_KEY": "sk-ant-fake",
-                            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
-                            "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_MAX_RETRIES": "0"}}
-        _write(scv_home / "agents" / "claude" / ".claude" / "settings.json", json.dumps(settings))
+        point_claude_at(scv_home, fake)
         (workspace / "notes.txt").write_text("read me again\n")
         fake.loop_tool = ("Read", {"file_path": str(workspace / "notes.txt")})
         _limit_config(scv_home, "claude")
@@ -69,12 +66,9 @@ def test_claude_code_looping_on_a_tool_stops_at_two_turns(offer, make_runner, sc
 def test_codex_looping_on_a_command_stops_at_two_turns(offer, make_runner, scv_home, workspace):
     offer("codex")
     subprocess.run(["git", "init", "-q", str(workspace)], check=True)
-    fake = FakeOpenAI(api_key="sk-codex-fake", models=("fake-model",))
+    fake = FakeOpenAI(api_key=CODEX_KEY, models=("fake-model",))
     try:
-        _write(scv_home / "agents" / "codex" / "config.toml",
-               'model = "fake-model"\nmodel_provider = "fake"\n[model_providers.fake]\nname = "fake"\n'
-               f'base_url = "{fake.base_url}"\nwire_api = "responses"\n'
-               'experimental_bearer_token = "sk-codex-fake"\nrequest_max_retries = 0\nstream_max_retries = 0\n')
+        point_codex_at(scv_home, fake)
         fake.enqueue(*[Reply(calls=[(f"call_{n}", "exec_command", json.dumps({"cmd": "true"}))]) for n in range(12)])
         _limit_config(scv_home, "codex")
         value = _call(make_runner(), {"agent": "codex", "prompt": "keep going"})

@@ -18,19 +18,12 @@ from tests.fake_openai import FakeOpenAI, Reply
 from tests.fakes import wait_for
 from tests.peers.fake_anthropic import FakeAnthropic
 from tests.peers.test_peer_agents import offer  # noqa: F401 (fixture)
-from tests.peers.test_peer_agents import TIMEOUT, _bin, _write, needs
+from tests.peers.test_peer_agents import CLAUDE_ENV, CODEX_KEY, TIMEOUT, _bin, needs, point_codex_at
 
 pytestmark = pytest.mark.peers
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "ask codex to say hi"
-
-
-def _codex_config(scv_home: Path, fake: FakeOpenAI) -> None:
-    _write(scv_home / "agents" / "codex" / "config.toml",
-           'model = "fake-model"\nmodel_provider = "fake"\n[model_providers.fake]\nname = "fake"\n'
-           f'base_url = "{fake.base_url}"\nwire_api = "responses"\n'
-           'experimental_bearer_token = "sk-codex-fake"\nrequest_max_retries = 0\nstream_max_retries = 0\n')
 
 
 def _run_processes(marker: str) -> list[psutil.Process]:
@@ -51,10 +44,10 @@ def test_claude_code_hands_work_to_codex_through_scv_mcp(offer, scv_home, worksp
     offer("codex")
     monkeypatch.delenv("IS_SANDBOX", raising=False)
     subprocess.run(["git", "init", "-q", str(workspace)], check=True)
-    openai = FakeOpenAI(api_key="sk-codex-fake", models=("fake-model",))
+    openai = FakeOpenAI(api_key=CODEX_KEY, models=("fake-model",))
     anthropic = FakeAnthropic()
     try:
-        _codex_config(scv_home, openai)
+        point_codex_at(scv_home, openai)
         openai.enqueue(*[Reply(text="hi from codex's fake")] * 4)
         anthropic.tool_use = (PROMPT, "mcp__scv__agent", {"agent": "codex", "prompt": "say hi"})
         servers = {"mcpServers": {"scv": {
@@ -62,9 +55,8 @@ def test_claude_code_hands_work_to_codex_through_scv_mcp(offer, scv_home, worksp
             "env": {"SCV_HOME": str(scv_home), "HOME": os.environ["HOME"], "PATH": os.environ["PATH"]}}}}
         mcp_config = tmp_path / "mcp.json"
         mcp_config.write_text(json.dumps(servers))
-        env = dict(os.environ, ANTHROPIC_BASE_URL=anthropic.base_url, ANTHROPIC_API_KEY="sk-ant-fake",
-                   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_TELEMETRY="1", DISABLE_AUTOUPDATER="1",
-                   CLAUDE_CODE_MAX_RETRIES="0", MCP_TIMEOUT="60000", MCP_TOOL_TIMEOUT=str(TIMEOUT * 1000),
+        env = dict(os.environ, **CLAUDE_ENV, ANTHROPIC_BASE_URL=anthropic.base_url, ANTHROPIC_API_KEY="sk-ant-fake",
+                   MCP_TIMEOUT="60000", MCP_TOOL_TIMEOUT=str(TIMEOUT * 1000),
                    ENABLE_TOOL_SEARCH="false")   # offer the MCP tools up front, not behind a search
         done = subprocess.run(
             [str(_bin("claude")), "-p", PROMPT, "--output-format", "json", "--mcp-config", str(mcp_config),
