@@ -8,16 +8,18 @@ import os
 import pwd
 from pathlib import Path
 
+import msgspec
+
 from scv.config import load as config_module
 from scv.config.load import Config
 from scv.core.agents.descriptors import DESCRIPTORS, agent_home
 from scv.core.agents.environment import prepare_home
 from scv.core.errors import RefusedError
 from scv.core.sandbox import rules
-from scv.core.sandbox.fsview import REAL_FS
 from scv.core.sandbox.policy import (KernelSupport, SandboxPlan, SandboxRequest, build_policy, hidden_inside_writable,
                                      secret_candidates)
 from scv.sandbox import kernel
+from scv.sandbox.plan_cache import PlanCache, StampingFs
 
 
 def setting(config: Config, agent: str | None = None) -> tuple[str, bool]:
@@ -120,7 +122,9 @@ def request_for(config: Config, workspace: Path, agent: str | None = None) -> Sa
                              hidden=list(_candidates(tuple(homes()), scv_home, os.getuid(), doors)), keep=keep,
                              **mechanism(mode, network, kernel.support(), config.tools.sandbox_fallback))
     if request.hide_with == "rules":
-        clash = hidden_inside_writable(build_policy(request, str(workspace), _temp_root(), REAL_FS))
+        tmp_root = _temp_root()
+        clash = _PLANS.get((b"clash", msgspec.json.encode(request), str(workspace), tmp_root),
+                           lambda fs: hidden_inside_writable(build_policy(request, str(workspace), tmp_root, fs)))
         if clash:
             root, path = clash[0]
             raise RefusedError(f"the sandbox cannot keep {path} unreadable inside the writable folder {root} without a "
@@ -130,21 +134,32 @@ def request_for(config: Config, workspace: Path, agent: str | None = None) -> Sa
 
 def plan_for(config: Config, workspace: Path, agent: str | None = None) -> SandboxPlan | None:
     """What the worker applies, made right before the call runs (after any approval), so the
-    secret locations and rules are those of the moment it starts."""
+    secret locations and rules are those of the moment it starts (a plan is reused only while
+    every folder it was read from is unchanged: plan_cache)."""
     request = request_for(config, workspace, agent)
     if request is None:
         return None
     if agent:
         prepare_home(config_module.scv_home(), DESCRIPTORS[agent])     # so its rule can name it
-    policy = build_policy(request, str(workspace), _temp_root(), REAL_FS)
+    tmp_root = _temp_root()
+    key = (msgspec.json.encode(request), str(workspace), tmp_root)
+    return _PLANS.get(key, lambda fs: _plan(request, str(workspace), tmp_root, fs))
+
+
+def _plan(request: SandboxRequest, workspace: str, tmp_root: str, fs: StampingFs) -> SandboxPlan:
+    policy = build_policy(request, workspace, tmp_root, fs)
     planned = rules.landlock_rules(policy.writable, policy.devices, policy.hidden, request.landlock_abi,
-                                   request.hide_with, REAL_FS)
+                                   request.hide_with, fs)
     return SandboxPlan(mode=request.mode, network=request.network, hide_with=request.hide_with,
                        network_with=request.network_with, user_namespace=request.user_namespace,
                        landlock_abi=request.landlock_abi, sockets=request.sockets,
                        writable=list(policy.writable),
                        hidden=list(policy.hidden) if request.hide_with == "mount" else [],
                        rules=[(rule.path, rule.rights) for rule in planned])
+
+
+# Planned calls' plans, reused while the folders they were read from are unchanged.
+_PLANS = PlanCache()
 
 
 def _temp_root() -> str:
