@@ -23,6 +23,17 @@ def schema_file(tmp_path):
     return path
 
 
+@pytest.fixture
+def model(tmp_path):
+    """A fake chat-completions server and a home whose config points at it: (fake, its env)."""
+    fake = FakeOpenAI()
+    scv_home = tmp_path / "home"
+    scv_home.mkdir()
+    (scv_home / "config.toml").write_text(fake.config("chat"))
+    yield fake, scv_env(SCV_HOME=str(scv_home), FAKE_OPENAI_KEY="sk-test")
+    fake.close()
+
+
 def exec_script(workspace, tmp_path, schema_file, *turns, json_events=False):
     script = write_script(tmp_path / "s.jsonl", *turns)
     extra = ("--json",) if json_events else ()
@@ -73,28 +84,19 @@ def test_invalid_twice_ends_schema_invalid_with_exit_4(workspace, tmp_path, sche
     ('```json\n{"verdict": "pass", "failing": []}\n```\n```json\n{}\n```', "2 ```json fenced blocks"),
     ('```json\n{"verdict": "pass",\n "failing": [}\n```', "line 2, column"),
 ])
-def test_ambiguous_replies_are_invalid_and_the_repair_says_why(workspace, tmp_path, reply, why):
-    fake = FakeOpenAI()
-    try:
-        scv_home = tmp_path / "home"
-        scv_home.mkdir()
-        (scv_home / "config.toml").write_text(fake.config("chat"))
-        schema = tmp_path / "schema.json"
-        schema.write_text(json.dumps(SCHEMA))
-        fake.enqueue(Reply(text=reply), Reply(text='{"verdict": "fail", "failing": ["t"]}'))
-        proc = run_scv("exec", "go", "--output-schema", str(schema), "-C", str(workspace), timeout=60,
-                       env=scv_env(SCV_HOME=str(scv_home), FAKE_OPENAI_KEY="sk-test"))
-        assert proc.returncode == 0, proc.stderr
-        assert proc.stdout == '{"verdict":"fail","failing":["t"]}\n'
-        first, second = fake.requests
-        system = first.body["messages"][0]["content"]
-        assert "Structured result" in system and json.dumps(SCHEMA, separators=(",", ":")) in system
-        repair = second.body["messages"][-1]
-        assert repair["role"] == "user" and why in repair["content"]
-        assert [t["function"]["name"] for t in first.body["tools"]] == [t["function"]["name"]
-                                                                       for t in second.body["tools"]]
-    finally:
-        fake.close()
+def test_ambiguous_replies_are_invalid_and_the_repair_says_why(workspace, model, schema_file, reply, why):
+    fake, env = model
+    fake.enqueue(Reply(text=reply), Reply(text='{"verdict": "fail", "failing": ["t"]}'))
+    proc = run_scv("exec", "go", "--output-schema", str(schema_file), "-C", str(workspace), timeout=60, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == '{"verdict":"fail","failing":["t"]}\n'
+    first, second = fake.requests
+    system = first.body["messages"][0]["content"]
+    assert "Structured result" in system and json.dumps(SCHEMA, separators=(",", ":")) in system
+    repair = second.body["messages"][-1]
+    assert repair["role"] == "user" and why in repair["content"]
+    assert [t["function"]["name"] for t in first.body["tools"]] == [t["function"]["name"]
+                                                                   for t in second.body["tools"]]
 
 
 def test_a_schema_task_edits_a_file_first(workspace, tmp_path, schema_file):
@@ -124,23 +126,16 @@ def test_a_reply_over_the_output_limit_is_too_large_not_truncated(workspace, tmp
     ('{"$ref": "https://example.invalid/s.json"}', "$ref outside itself at '/$ref'"),
     ('{"properties": {"a": {"$ref": "other.json#/x"}}}', "at '/properties/a/$ref'"),
 ])
-def test_unusable_schemas_exit_2_before_any_model_request(workspace, tmp_path, content, said):
-    fake = FakeOpenAI()
-    try:
-        scv_home = tmp_path / "home"
-        scv_home.mkdir()
-        (scv_home / "config.toml").write_text(fake.config("chat"))
-        schema = tmp_path / "schema.json"
-        if content is not None:
-            schema.write_text(content)
-        proc = run_scv("exec", "go", "--output-schema", str(schema), "--json", "-C", str(workspace), timeout=60,
-                       env=scv_env(SCV_HOME=str(scv_home), FAKE_OPENAI_KEY="sk-test"))
-        assert proc.returncode == 2
-        assert said in proc.stderr and "schema.json" in proc.stderr
-        assert [e["type"] for e in events(proc)] == ["error"]
-        assert fake.requests == []
-    finally:
-        fake.close()
+def test_unusable_schemas_exit_2_before_any_model_request(workspace, tmp_path, model, content, said):
+    fake, env = model
+    schema = tmp_path / "schema.json"
+    if content is not None:
+        schema.write_text(content)
+    proc = run_scv("exec", "go", "--output-schema", str(schema), "--json", "-C", str(workspace), timeout=60, env=env)
+    assert proc.returncode == 2
+    assert said in proc.stderr and "schema.json" in proc.stderr
+    assert [e["type"] for e in events(proc)] == ["error"]
+    assert fake.requests == []
 
 
 def test_a_schema_over_one_mib_is_refused(workspace, tmp_path):
