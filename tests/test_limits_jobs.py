@@ -4,8 +4,6 @@ kept), and its spend counts in the run's total, so the run stops after it; a lim
 approval request waits answers it cancelled; a job still running when the run's budget is spent
 is stopped and settles as `limit`."""
 
-import json
-
 from tests.agent_fakes import install, on_cli
 from tests.conftest import run_scv
 from tests.fakes import events, write_script
@@ -43,21 +41,27 @@ def test_a_background_job_is_stopped_by_its_allowance_and_counts_in_the_run(tmp_
     assert "usage: 6 turns" in proc.stderr
 
 
+def _job_then_write(tmp_path, user_home, scv_home):
+    """A run limited to 5 turns whose script starts a looping Claude in the background (its own
+    allowance 8), then asks to write a file: the script's path."""
+    (scv_home / "config.toml").write_text(on_cli("[limits]\nmax_turns = 5\n\n[agents.claude]\nmax_turns = 8\n"))
+    fake = install(user_home / ".local" / "bin", "claude", tmp_path / "log" / "claude")
+    fake.write(CLAUDE_LOOP)
+    return write_script(tmp_path / "s.jsonl",
+                        {"calls": [{"id": "b", "tool": "agent",
+                                    "args": {"agent": "claude", "prompt": "loop", "background": True}},
+                                   {"id": "w", "tool": "write",
+                                    "args": {"path": "made.txt", "content": "yes", "mode": "create"}}]},
+                        {"text": "never asked"})
+
+
 def test_a_limit_reached_while_an_approval_waits_answers_it_cancelled_then_stops(tmp_path, user_home, workspace,
                                                                                scv_home, clients):
     """`scv server --stdio`: the client approves a background job, then leaves the next call's
     approval request unanswered; the job spends the rest of the run's budget meanwhile, so the
     request is resolved (approved false, reason limit), the call does not run, and the turn ends
     with status limit and no further model request."""
-    (scv_home / "config.toml").write_text(on_cli("[limits]\nmax_turns = 5\n\n[agents.claude]\nmax_turns = 8\n"))
-    fake = install(user_home / ".local" / "bin", "claude", tmp_path / "log" / "claude")
-    fake.write(CLAUDE_LOOP)
-    script = write_script(tmp_path / "s.jsonl",
-                          {"calls": [{"id": "b", "tool": "agent",
-                                      "args": {"agent": "claude", "prompt": "loop", "background": True}},
-                                     {"id": "w", "tool": "write",
-                                      "args": {"path": "made.txt", "content": "yes", "mode": "create"}}]},
-                          {"text": "never asked"})
+    script = _job_then_write(tmp_path, user_home, scv_home)
     client = clients("--script", str(script))
     client.start(cwd=str(workspace))
     client.request("turn.start", {"prompt": "go"})
@@ -132,15 +136,7 @@ def test_a_terminal_approval_prompt_waiting_at_a_limit_is_withdrawn(tmp_path, us
     import sys
 
     from tests.conftest import scv_env
-    (scv_home / "config.toml").write_text(on_cli("[limits]\nmax_turns = 5\n\n[agents.claude]\nmax_turns = 8\n"))
-    fake = install(user_home / ".local" / "bin", "claude", tmp_path / "log" / "claude")
-    fake.write(CLAUDE_LOOP)
-    script = write_script(tmp_path / "s.jsonl",
-                          {"calls": [{"id": "b", "tool": "agent",
-                                      "args": {"agent": "claude", "prompt": "loop", "background": True}},
-                                     {"id": "w", "tool": "write",
-                                      "args": {"path": "made.txt", "content": "yes", "mode": "create"}}]},
-                          {"text": "never asked"})
+    script = _job_then_write(tmp_path, user_home, scv_home)
     terminal, person = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "scv", "exec", "go", "--script", str(script), "--json",
                              "-C", str(workspace)], stdin=person, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
