@@ -1,18 +1,24 @@
-"""One keep-alive HTTP(S) connection to a model endpoint, on the standard library's http.client.
+"""One keep-alive HTTP(S) connection to a model endpoint.
 
-`scv exec` sends its first model request before anything heavy is imported: http.client costs
-a fraction of requests and urllib3 (and chardet) at start-up, and a streamed POST needs nothing
-more. A proxy from the environment (https_proxy, http_proxy, no_proxy) is honoured as requests
-did; the rarely set variables are only read by urllib when one of them is present.
+`scv exec` writes its first model request before http.client is imported (it pulls in the email
+package: about 15 ms here) and, for an http:// endpoint, before ssl: a POST is a request line,
+a few header lines and a JSON body, written on the socket directly. The answer is read by
+http.client's `HTTPResponse`, so the status line, headers, chunked bodies and `Connection: close`
+are the standard library's. A proxy from the environment (https_proxy, http_proxy, no_proxy) is
+honoured as requests did: an http:// endpoint through a proxy gets the absolute URL in the
+request line, an https:// one a CONNECT tunnel, then TLS to the endpoint itself.
 """
 
 import functools
-import http.client
-import json
 import os
 import socket
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import urlsplit
+
+import msgspec
+
+if TYPE_CHECKING:
+    from http.client import HTTPResponse
 
 
 class RequestFailed(Exception):
@@ -46,6 +52,31 @@ def _tls_context():
     return context
 
 
+def _address(host: str) -> str | bytes:
+    """What getaddrinfo gets: an ASCII name as bytes, so the idna codec is loaded only for a name
+    that needs it."""
+    return host.encode("ascii") if host.isascii() else host
+
+
+def _authority(host: str, port: int, default: int) -> str:
+    named = f"[{host}]" if ":" in host else host
+    return named if port == default else f"{named}:{port}"
+
+
+def _response(sock: socket.socket, method: str) -> "HTTPResponse":
+    """The answer's status line and headers, read; its body not yet."""
+    import http.client      # after the request is written: see the module's docstring
+    response = http.client.HTTPResponse(sock, method=method)
+    response.begin()
+    return response
+
+
+def read_errors() -> tuple[type[BaseException], ...]:
+    """What reading an answer can raise (http.client is loaded once an answer exists)."""
+    import http.client
+    return (OSError, http.client.HTTPException)
+
+
 class Connection:
     """POSTs JSON to one URL and hands back the streamed response; a connection the server
     closed between two requests is opened again once, without counting as a failure."""
@@ -54,48 +85,67 @@ class Connection:
         parts = urlsplit(url)
         self.scheme = parts.scheme
         self.host = parts.hostname or ""
-        self.port = parts.port or (443 if self.scheme == "https" else 80)
+        self.default_port = 443 if self.scheme == "https" else 80
+        self.port = parts.port or self.default_port
         self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.url = url
-        self._conn: http.client.HTTPConnection | None = None
+        self._sock: socket.socket | None = None
         self._target = self.path      # what the request line names: the absolute URL through an http proxy
+        self._closes = False          # the last answer said the server closes the connection after it
 
-    def _open(self) -> http.client.HTTPConnection:
+    def _open(self) -> socket.socket:
         proxy = _proxy_for(self.scheme, self.host)
-        target = urlsplit(proxy) if proxy else None
-        host, port = (target.hostname or "", target.port or 80) if target else (self.host, self.port)
-        if self.scheme == "https":
-            conn: http.client.HTTPConnection = http.client.HTTPSConnection(host, port, timeout=self.connect_timeout,
-                                                                           context=_tls_context())
-        else:
-            conn = http.client.HTTPConnection(host, port, timeout=self.connect_timeout)
-        self._target = self.path
-        if target is not None and self.scheme == "https":
-            conn.set_tunnel(self.host, self.port)       # CONNECT, then TLS to the endpoint itself
-        elif target is not None:
-            self._target = self.url                     # a plain-HTTP proxy forwards the absolute URL
-        return conn
+        through = urlsplit(proxy) if proxy else None
+        host, port = (through.hostname or "", through.port or 80) if through else (self.host, self.port)
+        sock = socket.create_connection((_address(host), port), timeout=self.connect_timeout)
+        try:
+            self._target = self.url if through is not None and self.scheme != "https" else self.path
+            if through is not None and self.scheme == "https":
+                self._tunnel(sock)
+            if self.scheme == "https":
+                sock = _tls_context().wrap_socket(sock, server_hostname=self.host)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    def _tunnel(self, sock: socket.socket) -> None:
+        """CONNECT through the proxy to the endpoint; TLS then runs inside the tunnel."""
+        authority = _authority(self.host, self.port, -1)
+        sock.sendall(f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n".encode("ascii"))
+        answer = _response(sock, "CONNECT")
+        if answer.status != 200:
+            raise OSError(f"the proxy answered CONNECT with HTTP {answer.status}")
+
+    def _request(self, data: bytes, headers: dict[str, str]) -> bytes:
+        lines = [f"POST {self._target} HTTP/1.1",
+                 f"Host: {_authority(self.host, self.port, self.default_port)}",
+                 "Accept-Encoding: identity"]
+        fields = {**headers, "Content-Type": "application/json", "Content-Length": str(len(data))}
+        lines += [f"{name}: {value}" for name, value in fields.items()]
+        if any(mark in line for line in lines for mark in "\r\n\0"):
+            raise RequestFailed("a header holds a line break")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data
 
     def post(self, body: dict[str, Any], headers: dict[str, str],
-             sent: Callable[[], None] | None = None) -> http.client.HTTPResponse:
+             sent: Callable[[], None] | None = None) -> "HTTPResponse":
         """The response, its body not yet read; `sent` is called once the request is written."""
-        data = json.dumps(body).encode()
-        fields = {**headers, "Content-Type": "application/json", "Content-Length": str(len(data))}
+        data = msgspec.json.encode(body)
         for fresh in (False, True):
-            reused = self._conn is not None and not fresh
-            if self._conn is None or fresh:
-                self.close()
-                self._conn = self._open()
+            reused = self._sock is not None and not fresh
             try:
-                self._conn.request("POST", self._target, body=data, headers=fields)
+                if self._sock is None or fresh or self._closes:
+                    self.close()
+                    self._sock = self._open()
+                request = self._request(data, headers)
+                self._sock.sendall(request)
                 if sent is not None:
                     sent()
-                if self._conn.sock is not None:
-                    self._conn.sock.settimeout(self.read_timeout)
-                return self._conn.getresponse()
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
+                self._sock.settimeout(self.read_timeout)
+                response = _response(self._sock, "POST")
+            except (ConnectionResetError, BrokenPipeError) as exc:     # http.client's RemoteDisconnected too
                 self.close()
                 if reused:
                     continue        # the server dropped an idle keep-alive connection
@@ -103,22 +153,25 @@ class Connection:
             except socket.timeout:
                 self.close()
                 raise Timeout("timeout") from None
-            except (OSError, http.client.HTTPException) as exc:
+            except read_errors() as exc:
                 self.close()
                 raise RequestFailed(type(exc).__name__) from None
+            self._closes = response.will_close
+            return response
         raise AssertionError("unreachable")
 
-    def finish(self, response: http.client.HTTPResponse) -> None:
+    def finish(self, response: "HTTPResponse") -> None:
         """Done with a response: a body read to its end leaves the connection ready for the next
-        request; one left unread (an error, a cancelled or broken stream) closes it."""
-        if not response.isclosed():
+        request (unless the server said it closes it); one left unread (an error, a cancelled or
+        broken stream) closes it."""
+        if not response.isclosed() or self._closes:
             response.close()
             self.close()
 
     def socket(self) -> socket.socket | None:
-        return self._conn.sock if self._conn is not None else None
+        return self._sock
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None

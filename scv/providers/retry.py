@@ -1,7 +1,6 @@
 """When to try a model request again: 429 and 5xx answers and failed connections, a bounded
 number of times, waiting what `Retry-After` asks (within a ceiling) or an exponential backoff."""
 
-import email.utils
 import time
 
 import msgspec
@@ -20,6 +19,7 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     try:
         seconds = float(value)
     except ValueError:
+        import email.utils      # only for an HTTP date, after an answer came (it is not small)
         try:
             when = email.utils.parsedate_to_datetime(value)
         except (TypeError, ValueError, IndexError):
