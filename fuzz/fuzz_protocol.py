@@ -1,4 +1,5 @@
-"""Longer runs over the client-side decoders: the SSE decoder (any bytes, cut anywhere, decode
+"""Longer runs over the client-side decoders: a model endpoint's HTTP answer (any framed body cut
+anywhere reads back the same; any bytes end in an answer or an OSError), the SSE decoder (any bytes, cut anywhere, decode
 the same as in one piece and never raise anything but SSEError) and the stdio server's request
 decoding (any line, through the strict connection and then the method's params, ends in a request
 or in one JSON-RPC error: Unreadable or BadMessage)."""
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from scv.core.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, Connection, Unreadable
 from scv.protocol.messages import METHODS, PARAMS, BadMessage, decode_params
 from scv.providers.sse import SSEDecoder, SSEError
+from tests.answer_bytes import ANSWER_BYTES, framed, read_all, split
 
 SSE_PIECES = st.sampled_from([b"data:", b"data: ", b"event: x", b"id: 1", b":c", b"\n", b"\r", b"\r\n", b"{}",
                               b"[DONE]", b"retry: 5", b"\xff", b"\xe2\x82", b"data"])
@@ -76,4 +78,22 @@ def jsonrpc_decoding_is_total(message):
     assert type(params) is PARAMS[message["method"]]
 
 
-HARNESSES = [sse_split_anywhere_decodes_the_same, jsonrpc_decoding_is_total]
+@given(st.binary(max_size=2000), st.sampled_from(["length", "chunked", "close"]),
+       st.lists(st.integers(min_value=1, max_value=300), max_size=20),
+       st.lists(st.integers(min_value=0, max_value=3000), max_size=20),
+       st.lists(st.integers(min_value=1, max_value=500), max_size=20))
+def answer_framed_body_reads_back(body, framing, chunk_sizes, cuts, sizes):
+    answer, got = read_all(split(framed(body, framing, chunk_sizes), cuts), sizes)
+    assert got == body and answer.isclosed()
+
+
+@given(ANSWER_BYTES, st.lists(st.integers(min_value=0, max_value=400), max_size=10))
+def answer_any_bytes_is_read_or_an_os_error(data, cuts):
+    try:
+        read_all(split(data, cuts), [])
+    except OSError:
+        pass
+
+
+HARNESSES = [sse_split_anywhere_decodes_the_same, jsonrpc_decoding_is_total, answer_framed_body_reads_back,
+             answer_any_bytes_is_read_or_an_os_error]

@@ -1,24 +1,23 @@
 """One keep-alive HTTP(S) connection to a model endpoint.
 
-`scv exec` writes its first model request before http.client is imported (it pulls in the email
-package: about 15 ms here) and, for an http:// endpoint, before ssl: a POST is a request line,
-a few header lines and a JSON body, written on the socket directly. The answer is read by
-http.client's `HTTPResponse`, so the status line, headers, chunked bodies and `Connection: close`
-are the standard library's. A proxy from the environment (https_proxy, http_proxy, no_proxy) is
-honoured as requests did: an http:// endpoint through a proxy gets the absolute URL in the
-request line, an https:// one a CONNECT tunnel, then TLS to the endpoint itself.
+`scv exec` writes its first model request with nothing loaded for it but `socket` (and `ssl`
+for an https:// endpoint): a POST is a request line, a few header lines and a JSON body,
+written on the socket directly, and the answer is read by `answer.Answer`. (http.client would
+bring the email package and ssl, about 20 ms here, before the request or while its answer
+waits.) A proxy from the environment (https_proxy, http_proxy, no_proxy) is honoured as
+requests did: an http:// endpoint through a proxy gets the absolute URL in the request line, an
+https:// one a CONNECT tunnel, then TLS to the endpoint itself.
 """
 
 import functools
 import os
 import socket
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 from urllib.parse import urlsplit
 
 import msgspec
 
-if TYPE_CHECKING:
-    from http.client import HTTPResponse
+from scv.providers.answer import Answer
 
 
 class RequestFailed(Exception):
@@ -63,20 +62,6 @@ def _authority(host: str, port: int, default: int) -> str:
     return named if port == default else f"{named}:{port}"
 
 
-def _response(sock: socket.socket, method: str) -> "HTTPResponse":
-    """The answer's status line and headers, read; its body not yet."""
-    import http.client      # after the request is written: see the module's docstring
-    response = http.client.HTTPResponse(sock, method=method)
-    response.begin()
-    return response
-
-
-def read_errors() -> tuple[type[BaseException], ...]:
-    """What reading an answer can raise (http.client is loaded once an answer exists)."""
-    import http.client
-    return (OSError, http.client.HTTPException)
-
-
 class Connection:
     """POSTs JSON to one URL and hands back the streamed response; a connection the server
     closed between two requests is opened again once, without counting as a failure."""
@@ -101,6 +86,9 @@ class Connection:
         host, port = (through.hostname or "", through.port or 80) if through else (self.host, self.port)
         sock = socket.create_connection((_address(host), port), timeout=self.connect_timeout)
         try:
+            # As http.client does: a request's last segment is not held back waiting for the
+            # server's delayed ACK of the one before (40 ms a request on Linux).
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._target = self.url if through is not None and self.scheme != "https" else self.path
             if through is not None and self.scheme == "https":
                 self._tunnel(sock)
@@ -115,7 +103,7 @@ class Connection:
         """CONNECT through the proxy to the endpoint; TLS then runs inside the tunnel."""
         authority = _authority(self.host, self.port, -1)
         sock.sendall(f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n".encode("ascii"))
-        answer = _response(sock, "CONNECT")
+        answer = Answer(sock, "CONNECT")
         if answer.status != 200:
             raise OSError(f"the proxy answered CONNECT with HTTP {answer.status}")
 
@@ -130,7 +118,7 @@ class Connection:
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + data
 
     def post(self, body: dict[str, Any], headers: dict[str, str],
-             sent: Callable[[], None] | None = None) -> "HTTPResponse":
+             sent: Callable[[], None] | None = None) -> Answer:
         """The response, its body not yet read; `sent` is called once the request is written."""
         data = msgspec.json.encode(body)
         for fresh in (False, True):
@@ -144,8 +132,8 @@ class Connection:
                 if sent is not None:
                     sent()
                 self._sock.settimeout(self.read_timeout)
-                response = _response(self._sock, "POST")
-            except (ConnectionResetError, BrokenPipeError) as exc:     # http.client's RemoteDisconnected too
+                response = Answer(self._sock)
+            except (ConnectionResetError, BrokenPipeError) as exc:     # a close before the answer too
                 self.close()
                 if reused:
                     continue        # the server dropped an idle keep-alive connection
@@ -153,14 +141,14 @@ class Connection:
             except socket.timeout:
                 self.close()
                 raise Timeout("timeout") from None
-            except read_errors() as exc:
+            except OSError as exc:
                 self.close()
                 raise RequestFailed(type(exc).__name__) from None
             self._closes = response.will_close
             return response
         raise AssertionError("unreachable")
 
-    def finish(self, response: "HTTPResponse") -> None:
+    def finish(self, response: Answer) -> None:
         """Done with a response: a body read to its end leaves the connection ready for the next
         request (unless the server said it closes it); one left unread (an error, a cancelled or
         broken stream) closes it."""

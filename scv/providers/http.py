@@ -8,26 +8,24 @@ import select
 import socket
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from scv.core.cancellation import Cancellation
 from scv.providers.base import Provider, ProviderError, TurnCancelled
-from scv.providers.connection import Connection, RequestFailed, Timeout, read_errors
+from scv.providers.answer import Answer
+from scv.providers.connection import Connection, RequestFailed, Timeout
 from scv.providers.retry import RetryPolicy, parse_retry_after, retryable
 from scv.providers.sse import SSEDecoder, SSEError, SSEEvent
-
-if TYPE_CHECKING:
-    from http.client import HTTPResponse
 
 ERROR_TEXT_LIMIT = 300
 
 
-def _error_text(response: "HTTPResponse") -> tuple[str, str]:
+def _error_text(response: Answer) -> tuple[str, str]:
     """(message, code) from an error body: OpenAI's and Anthropic's {"error": {...}} or plain
     text, bounded."""
     try:
         body = response.read(65536)
-    except read_errors():
+    except OSError:
         return "", ""
     try:
         data = json.loads(body)
@@ -80,7 +78,7 @@ class StreamingClient:
         if callback is not None:
             callback()
 
-    def post(self, body: dict[str, Any], cancel: Cancellation) -> "HTTPResponse":
+    def post(self, body: dict[str, Any], cancel: Cancellation) -> Answer:
         """The response of a successful request, its body not yet read."""
         attempt = 0
         while True:
@@ -104,7 +102,7 @@ class StreamingClient:
                                     f"providers.{self.provider}")
             _sleep(delay, cancel)
 
-    def _judge(self, response: "HTTPResponse") -> tuple[str, float | None]:
+    def _judge(self, response: Answer) -> tuple[str, float | None]:
         """A retryable failure's description and Retry-After; raises for the others."""
         status = response.status
         message, code = _error_text(response)
@@ -125,7 +123,7 @@ class StreamingClient:
         raise ProviderError(f"provider {self.provider} refused the request (HTTP {status}{said}); check "
                             f"providers.{self.provider}")
 
-    def events(self, response: "HTTPResponse", cancel: Cancellation) -> Iterator[SSEEvent]:
+    def events(self, response: Answer, cancel: Cancellation) -> Iterator[SSEEvent]:
         """The body's events until it ends; a connection that breaks is a dropped stream."""
         decoder = SSEDecoder()
         watcher = _AbortOnCancel(self.http.socket(), cancel)
@@ -137,7 +135,7 @@ class StreamingClient:
             yield from decoder.close()
             if cancel.cancelled:
                 raise TurnCancelled("the turn was cancelled")
-        except read_errors() as exc:
+        except OSError as exc:
             if cancel.cancelled:
                 raise TurnCancelled("the turn was cancelled") from None
             raise self.dropped(f"{type(exc).__name__}") from None
