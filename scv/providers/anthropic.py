@@ -9,8 +9,9 @@ output tokens, `message_stop` ends the reply; an `error` event ends the turn. A 
 without `message_stop` was dropped.
 """
 
-import json
 from typing import Any
+
+import msgspec
 
 from scv.core.cancellation import Cancellation
 from scv.providers.base import (AssistantMessage, ModelReply, ModelRequest, ProviderError, TextSink,
@@ -30,7 +31,7 @@ def _tool_input(arguments: str) -> Any:
     """A recorded call's input as the API wants it back: an object. The model's own text is kept
     where it is not one, under a key that says so, rather than dropped."""
     try:
-        value = json.loads(arguments) if arguments.strip() else {}
+        value = msgspec.json.decode(arguments) if arguments.strip() else {}
     except ValueError:
         return {"unparsed_arguments": arguments}
     return value if isinstance(value, dict) else {"unparsed_arguments": arguments}
@@ -68,7 +69,7 @@ def messages(request: ModelRequest) -> list[dict[str, Any]]:
 def _failed(output: str) -> bool:
     """SCV's results say {"ok": false, ...} when the call failed: the API's is_error."""
     try:
-        result = json.loads(output)
+        result = msgspec.json.decode(output)
     except ValueError:
         return False
     return isinstance(result, dict) and result.get("ok") is False

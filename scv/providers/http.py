@@ -2,7 +2,6 @@
 failures become one ProviderError sentence naming the provider, and the body as SSE events."""
 
 import contextlib
-import json
 import os
 import select
 import socket
@@ -10,9 +9,11 @@ import threading
 import time
 from typing import Any, Callable, Iterator
 
+import msgspec
+
 from scv.core.cancellation import Cancellation
-from scv.providers.base import Provider, ProviderError, TurnCancelled
 from scv.providers.answer import Answer
+from scv.providers.base import Provider, ProviderError, TurnCancelled
 from scv.providers.connection import Connection, RequestFailed, Timeout
 from scv.providers.retry import RetryPolicy, parse_retry_after, retryable
 from scv.providers.sse import SSEDecoder, SSEError, SSEEvent
@@ -28,7 +29,7 @@ def _error_text(response: Answer) -> tuple[str, str]:
     except OSError:
         return "", ""
     try:
-        data = json.loads(body)
+        data = msgspec.json.decode(body)
     except ValueError:
         return body.decode("utf-8", "replace").strip()[:ERROR_TEXT_LIMIT], ""
     error = data.get("error", data) if isinstance(data, dict) else data
@@ -161,7 +162,7 @@ class StreamingClient:
 
     def decode(self, event: SSEEvent) -> dict[str, Any]:
         try:
-            data = json.loads(event.data)
+            data = msgspec.json.decode(event.data)
         except ValueError:
             raise ProviderError(f"provider {self.provider} sent an event that is not JSON: "
                                 f"{event.data[:120]!r}") from None
