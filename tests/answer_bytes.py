@@ -1,5 +1,5 @@
 """Feeding `scv.providers.answer.Answer` bytes as a socket would deliver them, in given pieces,
-and the strategies the answer's properties draw from (the suite's tests and bin/fuzz share them)."""
+and the answer's properties with what they draw from (the suite's tests and bin/fuzz share them)."""
 
 import io
 
@@ -81,3 +81,23 @@ ANSWER_PIECES = st.sampled_from([b"HTTP/1.1 200 OK\r\n", b"HTTP/1.0 103 Early\r\
                                  b"hello", b"Connection: close\r\n", b" folded\r\n", b"Bad Header\r\n", b":x\r\n",
                                  b"Content-Length: -1\r\n", b"ffffffffffffffffffff\r\n", b"\xff\xfe", b";\r\n"])
 ANSWER_BYTES = st.lists(ANSWER_PIECES | st.binary(max_size=12), max_size=30).map(b"".join)
+
+
+def check_framed_body_reads_back(body: bytes, framing: str, chunk_sizes: list[int], cuts: list[int],
+                                 sizes: list[int]) -> None:
+    """Any body, framed by length, chunks or the close and cut anywhere, reads back the same."""
+    answer, got = read_all(split(framed(body, framing, chunk_sizes), cuts), sizes)
+    assert got == body
+    assert answer.status == 200 and answer.isclosed()
+    assert answer.headers.get("x-CASE") == "Mixed" and "content-type" in answer.headers
+    assert answer.will_close == (framing == "close")
+
+
+def check_any_bytes(data: bytes, cuts: list[int]) -> None:
+    """Any bytes end in an answer read to its end or an OSError that says where, nothing else."""
+    try:
+        answer, _ = read_all(split(data, cuts), [])
+    except OSError as failure:
+        assert str(failure)
+    else:
+        assert answer.isclosed()

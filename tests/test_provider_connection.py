@@ -3,6 +3,7 @@ requests, an idle connection the server dropped opened again, `Connection: close
 answers, TLS through a CONNECT proxy from the environment, and a header that would split the
 request refused before anything is sent."""
 
+import contextlib
 import json
 import select
 import shutil
@@ -133,17 +134,12 @@ def test_a_header_with_a_line_break_is_refused_before_sending(endpoint):
 
 
 def _pipe(a: socket.socket, b: socket.socket) -> None:
-    try:
+    with contextlib.suppress(OSError):
         while data := a.recv(65536):
             b.sendall(data)
-    except OSError:
-        pass
-    finally:
-        for end in (a, b):
-            try:
-                end.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+    for end in (a, b):
+        with contextlib.suppress(OSError):
+            end.shutdown(socket.SHUT_RDWR)
 
 
 class ConnectProxy:
