@@ -20,14 +20,14 @@ background job whose thread has not begun the turn yet.
 
 import enum
 import functools
-import json
 import os
 import re
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
+
+import msgspec
 
 from scv.core.errors import RefusedError
 from scv.core.states import Moves
@@ -58,8 +58,7 @@ class LiveResource(Protocol):
     def close(self) -> None: ...
 
 
-@dataclass
-class Conversation:
+class Conversation(msgspec.Struct):
     handle: str
     agent: str
     last_used: float
@@ -68,7 +67,7 @@ class Conversation:
     new_vendor_id: str | None = None  # an id SCV chose for the first turn (Claude Code)
     turns: int = 0
     state: ConversationState = ConversationState.NEW
-    usage_total: dict[str, float] = field(default_factory=dict)     # running totals a CLI reports (tool.py)
+    usage_total: dict[str, float] = msgspec.field(default_factory=dict)     # running totals a CLI reports (tool.py)
     live: LiveResource | None = None    # the live worker serving it, on a live backend
 
     @property
@@ -92,8 +91,8 @@ def write_marker(folder: Path, vendor_id: str, handle: str, agent: str) -> Path 
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     # PID and start time of the owning SCV process: a reused PID never keeps a dead marker alive.
     from scv.core.delegations.processes import start_time
-    body = json.dumps({"pid": os.getpid(), "start": start_time(os.getpid()), "agent": agent,
-                       "handle": handle}).encode()
+    body = msgspec.json.encode({"pid": os.getpid(), "start": start_time(os.getpid()), "agent": agent,
+                                "handle": handle})
     from scv.core.files import write_atomic     # late: only a conversation's first turn writes a marker
     write_atomic(folder / vendor_id, body, private_folder=False)
     return folder / vendor_id

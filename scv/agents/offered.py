@@ -2,11 +2,11 @@
 ACP server, or `scv`) resolves when the session starts and, for file-checked sign-ins, that are
 signed in. Decided once per session, so an agent installed later appears in new sessions."""
 
-import dataclasses
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from scv.agents.signin import signed_in
 from scv.agents.transport import Choice, choose
@@ -21,8 +21,7 @@ AVAILABLE_BACKENDS = frozenset({RESUME, ACP, NESTED})
 RUNNING_SCV = (sys.executable, "-m", "scv")
 
 
-@dataclass(frozen=True)
-class OfferedAgent:
+class OfferedAgent(msgspec.Struct, frozen=True):
     descriptor: Descriptor
     executable: str          # absolute, as resolved at session start (the CLI, the ACP server, or scv)
     choice: Choice | None = None
@@ -61,6 +60,6 @@ def discover(environ: dict[str, str] | None = None, home: Path | None = None,
             continue
         if choice.transport == RESUME and own.args is not None:
             # The user's own fixed arguments replace the built-in ones in every argument vector.
-            descriptor = dataclasses.replace(descriptor, fixed_args=tuple(own.args))
+            descriptor = msgspec.structs.replace(descriptor, fixed_args=tuple(own.args))
         offered[name] = OfferedAgent(descriptor, choice.executable, choice)
     return offered

@@ -2,9 +2,10 @@
 its conversations, and its id in SCV_PARENT. The session that opens it closes it."""
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+
+import msgspec
 
 from scv.agents.conversations import Conversations
 from scv.agents.idle_reaper import IdleReaper
@@ -13,12 +14,11 @@ from scv.agents.transport import LIVE_BACKENDS
 from scv.config.load import Config
 
 
-@dataclass
-class AgentSession:
+class AgentSession(msgspec.Struct):
     offered: dict[str, OfferedAgent]
     conversations: Conversations
     # os.urandom rather than secrets: the same bytes, without loading hashlib at start-up.
-    session_id: str = field(default_factory=lambda: f"s-{os.urandom(4).hex()}")
+    session_id: str = msgspec.field(default_factory=lambda: f"s-{os.urandom(4).hex()}")
     # Which backend runs an offered agent (None: its CLI once per turn); tests put a fake here.
     choose_backend: Callable[[OfferedAgent], Any] | None = None
     reaper: IdleReaper | None = None    # when a live agent is offered: its idle servers stop on time

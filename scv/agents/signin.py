@@ -2,7 +2,6 @@
 Harness, pi, the nested SCV). Only whether a credential is stored is reported, never its value. Claude Code and
 Codex report sign-in only through their own CLI, too slow for every session start."""
 
-import json
 import os
 from pathlib import Path
 
@@ -11,6 +10,7 @@ from scv.core.agents.environment import is_removed
 
 
 def _read_json(path: Path) -> object:
+    import json     # only for an agent whose CLI is installed: discovery alone does not load it
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -10,8 +10,9 @@ matter to the choice. The nested SCV runs `scv server --stdio` from the `scv` on
 ~/.local/bin, or else the SCV that is running.
 """
 
-from dataclasses import dataclass
 from typing import Callable
+
+import msgspec
 
 from scv.core.agents.descriptors import ACP, NESTED, RESUME, Descriptor
 
@@ -21,8 +22,7 @@ Resolver = Callable[[Descriptor, str], str | None]
 LIVE_BACKENDS = frozenset({ACP, NESTED})
 
 
-@dataclass(frozen=True)
-class Choice:
+class Choice(msgspec.Struct, frozen=True):
     transport: str                  # resume | acp | scv
     argv: tuple[str, ...]           # resume: the CLI and its fixed args; acp/scv: the server's command line
     # Under permissions = "full" (ACP servers whose switch is an argument, such as grok's).

@@ -32,7 +32,7 @@ from scv.session.turn_loop import Phase
 from scv.supervision.approval import terminal_approver
 from scv.supervision.supervisor import Supervisor
 from scv.telemetry.start import start_run
-from scv.tools.registry import executor_modules
+from scv.tools.registry import executor_modules, load_call_modules
 
 
 OTHER_STOP_WAIT = 1.0                   # waiting on the model or a person: nothing to stop
@@ -191,7 +191,7 @@ def exec_command(prompt: str | None, script: Path | None, as_json: bool, timeout
             out.error(err)
             code = EXIT_USAGE if err.exit_code == 2 else err.exit_code
         else:
-            code = _run(session, prompt, timeout, sent, lambda: _deferred_start(supervisor), schema)
+            code = _run(session, prompt, timeout, sent, lambda: _deferred_start(supervisor, session), schema)
             click.echo(f"scv: {usage_line(session.budget.used())}", err=True)
     finally:
         supervisor.close()
@@ -232,13 +232,15 @@ def _check(session: Session, schema: dict[str, Any] | None):
     return lambda reply: None if session.held() else check_reply(schema, reply, limit)
 
 
-def _deferred_start(supervisor: Supervisor) -> None:
+def _deferred_start(supervisor: Supervisor, session: Session) -> None:
     """Main thread, once the first request is out: become the subreaper of delegated agents'
-    leftovers and reconcile an earlier process's orphans, then let the fork point preload. A tool
-    call comes after the model's reply, so this is done before one runs."""
+    leftovers and reconcile an earlier process's orphans, let the fork point preload, and load
+    what the offered tools' calls need. A tool call comes after the model's reply, so this is
+    done before one runs."""
     from scv.delegations.startup import start_tracking
     start_tracking(supervisor)
     supervisor.release()
+    load_call_modules(session.registry)
 
 
 def _run(session: Session, prompt: str, timeout: float | None, sent: Cancellation,

@@ -3,10 +3,8 @@
 (docs/mcp.md). Checked into `McpServer`s before anything runs; every error names the entry's key.
 A project's .scv/config.toml cannot add servers (scv/config/load.py refuses the table)."""
 
-import json
 import os
 import re
-import shutil
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -58,6 +56,7 @@ def servers(table: dict[str, McpServerConfig], config_file: Path | None, where: 
 
 
 def read_json(path: Path) -> dict[str, tuple[McpServerConfig, str]]:
+    import json     # only with --mcp-config: a run without MCP servers does not load it
     try:
         document = json.loads(path.read_bytes())
     except FileNotFoundError:
@@ -110,6 +109,7 @@ def resolve(name: str, entry: McpServerConfig, where: str) -> McpServer:
                           "stdio")
     command = entry.command
     if "/" not in command:
+        import shutil   # only for a configured server: shutil loads the compression modules
         found = shutil.which(command)
         if found is None:
             raise ConfigError(f"{where}: mcp_servers.{name}.command {command!r} is not on PATH; install it or give "

@@ -11,8 +11,9 @@ agent_status or a report turn).
 import enum
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from scv.core.cancellation import Cancellation
 
@@ -36,12 +37,11 @@ def final_state(status: str | None, ok: bool) -> JobState:
     return JobState.FAILED if state is JobState.RUNNING else state
 
 
-@dataclass
-class Job:
+class Job(msgspec.Struct):
     id: str                         # job-1, job-2, ... within a session
     agent: str
     conversation: str | None        # the session handle the call continues, when it names one
-    started: float = field(default_factory=time.monotonic)
+    started: float = msgspec.field(default_factory=time.monotonic)
     finished: float | None = None
     state: JobState = JobState.RUNNING
     result: dict[str, Any] | None = None
@@ -51,10 +51,10 @@ class Job:
     cancel_requested: bool = False
     # The run's limit (LimitHit.wire()) that stopped it: the run's budget ran out while it ran.
     stopped_by_limit: dict[str, Any] | None = None
-    cancel: Cancellation = field(default_factory=Cancellation)
-    done: threading.Event = field(default_factory=threading.Event)
+    cancel: Cancellation = msgspec.field(default_factory=Cancellation)
+    done: threading.Event = msgspec.field(default_factory=threading.Event)
     # Cancellations of calls waiting for this job (agent_wait, agent_cancel): fired when it settles.
-    waiters: list[Cancellation] = field(default_factory=list)
+    waiters: list[Cancellation] = msgspec.field(default_factory=list)
 
     @property
     def running(self) -> bool:

@@ -16,12 +16,10 @@ import itertools
 import select
 import threading
 from collections import deque
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import msgspec
 
-from scv.agents.session import AgentSession
 from scv.config.load import Config, scv_home
 from scv.core import events as ev
 from scv.core.cancellation import Bell, Cancellation
@@ -40,6 +38,7 @@ from scv.tools.registry import build_registry
 from scv.tools.services import open_services
 
 if TYPE_CHECKING:
+    from scv.agents.session import AgentSession
     from scv.mcp.servers import McpServers
 
 _approval_ids = itertools.count(1)
@@ -64,8 +63,7 @@ class SessionState(enum.Enum):
 SESSION_MOVES = Moves({SessionState.OPEN: {SessionState.CLOSED}, SessionState.CLOSED: set()})
 
 
-@dataclass(frozen=True)
-class QueuedTurn:
+class QueuedTurn(msgspec.Struct, frozen=True):
     prompt: str
     origin: dict[str, Any]
     build: Callable[[], tuple[str, dict[str, Any]] | None] | None = None
@@ -74,7 +72,7 @@ class QueuedTurn:
 class Session:
     def __init__(self, supervisor: Supervisor, ctx: ToolContext, provider: Provider, *, emit: EventSink,
                  asker: Asker = deny_all, auto_approve: bool = False, base_prompt: str | None = None,
-                 agents: AgentSession | None = None, output_instruction: str | None = None,
+                 agents: "AgentSession | None" = None, output_instruction: str | None = None,
                  trace: Span = NO_SPAN, mcp: "McpServers | None" = None, limits: Limits | None = None):
         if ctx.budget is None:
             # The run's limits: the config's, lowered by the command's (--max-*) or a parent's.

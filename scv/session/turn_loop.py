@@ -8,9 +8,7 @@ to it as that call's failed result, never a crash. The turn ends with `turn.comp
 
 import enum
 import sys
-import traceback
-from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import msgspec
 
@@ -29,9 +27,11 @@ from scv.providers.base import (AssistantMessage, HistoryItem, ModelReply, Model
                                 ToolCall, ToolOutput, TurnCancelled, Usage, UserMessage)
 from scv.session import spans
 from scv.session.calls import ToolRunner
-from scv.structured import ReplyVerdict, repair_prompt
 from scv.supervision.approval import relayed_verdict
 from scv.telemetry.spans import Span
+
+if TYPE_CHECKING:
+    from scv.structured import ReplyVerdict
 
 
 class Phase(enum.Enum):
@@ -80,22 +80,21 @@ class TurnHost(Protocol):
     def finish_reply(self, reply: ModelReply) -> str: ...
 
 
-@dataclass
-class TurnOutcome:
+class TurnOutcome(msgspec.Struct, kw_only=True):
     turn_id: str
     status: str                     # "completed", "failed", "cancelled" or "limit"
     reply: str = ""
     error: str = ""
     reason: str = ""                # of a failure: "provider", "turn_limit", "cancelled", "internal", "schema_invalid"
-    usage: Usage = field(default_factory=Usage)
-    verdict: ReplyVerdict | None = None  # with a schema: the final reply's check (the document, or its errors)
+    usage: Usage = msgspec.field(default_factory=Usage)
+    verdict: "ReplyVerdict | None" = None  # with a schema: the final reply's check (the document, or its errors)
     limit: LimitHit | None = None   # status "limit": which one
-    ledger: LedgerUsage = field(default_factory=LedgerUsage)   # the turn's share of the run's ledger
+    ledger: LedgerUsage = msgspec.field(default_factory=LedgerUsage)   # the turn's share of the run's ledger
 
 
 # A structured run's check of a final reply; None when this turn's reply is not the one checked
 # (scv exec with background jobs still outstanding checks only the last turn's).
-ReplyCheck = Callable[[str], ReplyVerdict | None]
+ReplyCheck = Callable[[str], "ReplyVerdict | None"]
 
 
 class TurnLimit(ProviderError):
@@ -136,6 +135,7 @@ def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: di
         if outcome.verdict is not None and not outcome.verdict.ok:
             # One repair turn in the same conversation: a full turn (tools on, its own max_turns);
             # a limit or a cancellation in it ends the turn with that status instead.
+            from scv.structured import repair_prompt     # a schema was given: the module is loaded
             session.history.append(UserMessage(text=repair_prompt(outcome.verdict)))
             outcome.reply = _loop(session, turn_id, cancel, outcome.usage, span)
             outcome.verdict = check(outcome.reply)
@@ -156,6 +156,7 @@ def run_turn(session: TurnHost, prompt: str, *, cancel: Cancellation, origin: di
     except Exception as err:
         # A bug of SCV's own must end this turn, not the server's turn thread: later turns still
         # run, and the traceback goes to stderr for the report.
+        import traceback
         traceback.print_exc(file=sys.stderr)
         outcome.reason = "internal"
         outcome.error = (f"SCV failed with an internal error ({type(err).__name__}: {str(err)[:200]}); the "

@@ -117,6 +117,9 @@ class ToolSpec(abc.ABC, Generic[P]):
     declared_risk: ClassVar[Risk]
     # Valid arguments for a typical call, as in the spec; the conformance test runs every tool's.
     example: ClassVar[dict[str, Any]]
+    # What a call's checks import that the spec itself leaves out: a session loads them once its
+    # first model request is on its way, so neither that request nor the first call waits for them.
+    call_modules: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, services: Services | None = None):
         self.services = services or Services()

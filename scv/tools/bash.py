@@ -7,7 +7,6 @@ from msgspec import Meta
 
 from scv.core.errors import RefusedError
 from scv.core.sandbox.policy import label
-from scv.sandbox.choose import plan_for, request_for
 from scv.tools.base import Risk, ToolContext, ToolSpec, set_maximum, short
 
 SANDBOXED = ("Sandboxed ({mode}): it writes only {where}, reads nothing in the user's credential folders, and "
@@ -29,6 +28,7 @@ class BashTool(ToolSpec):
     executor = "workers.bash:execute"
     declared_risk = Risk.PROCESS
     example = {"command": "pytest -q", "timeout_seconds": 900}
+    call_modules = ("scv.sandbox.choose",)
 
     def check(self, args: BashArgs, ctx: ToolContext) -> None:
         if "\x00" in args.command:
@@ -37,14 +37,17 @@ class BashTool(ToolSpec):
         if args.timeout_seconds is not None and args.timeout_seconds > ceiling:
             raise RefusedError(f"bash timeout_seconds {args.timeout_seconds} is over the ceiling of {ceiling} "
                                "seconds (tools.max_timeout_seconds); ask for at most that")
+        from scv.sandbox.choose import request_for
         request_for(ctx.config, ctx.workspace)      # refuses a sandbox this kernel cannot give
 
     def summary(self, args: BashArgs, ctx: ToolContext) -> str:
+        from scv.sandbox.choose import request_for
         text = f"run `{short(args.command)}` (timeout {int(self.timeout_seconds(args, ctx))} s)"
         request = request_for(ctx.config, ctx.workspace)
         return f"{text}; {label(request)}" if request is not None else text
 
     def options(self, ctx: ToolContext) -> dict:
+        from scv.sandbox.choose import plan_for
         plan = plan_for(ctx.config, ctx.workspace)
         return {"sandbox": msgspec.to_builtins(plan)} if plan is not None else {}
 

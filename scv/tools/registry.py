@@ -11,6 +11,7 @@ from typing import Iterator
 from scv.core.errors import RefusedError
 from scv.tools.base import ToolContext, ToolSpec
 from scv.tools.catalog import BUILTIN_SPECS, MCP_SPEC, WORKER_MODULES
+from scv.tools.offering import offered, session_facts
 from scv.tools.services import Services
 
 
@@ -33,7 +34,7 @@ def __getattr__(name: str):
 
 class Registry:
     """The tools one session offers. Tools given as `pending` names are built (and their spec
-    imported) when first asked for, and kept only if their spec says they are enabled."""
+    imported) when first asked for, and kept only if the catalog's needs say they are offered."""
 
     def __init__(self, ctx: ToolContext | None = None, services: Services | None = None,
                  pending: tuple[str, ...] = ()):
@@ -56,11 +57,12 @@ class Registry:
     def _built(self, name: str) -> ToolSpec | None:
         spec = self._tools[name]
         if spec is None:
-            spec = spec_class(name)(self._services)
-            if not spec.enabled(self._ctx):
+            # A built-in tool is offered by what the catalog says it needs: one that is not offered
+            # never has its spec imported (a chat tool's channel code, the job tools' table).
+            if not offered(name, session_facts(self._ctx, self._services)):
                 del self._tools[name]
                 return None
-            self._tools[name] = spec
+            spec = self._tools[name] = spec_class(name)(self._services)
         return spec
 
     def get(self, name: str) -> ToolSpec:
@@ -81,6 +83,12 @@ def build_registry(ctx: ToolContext, services: Services | None = None) -> Regist
     """The tools a session offers: every built-in tool its configuration enables, each built with
     the session's collaborators when first used."""
     return Registry(ctx, services, tuple(BUILTIN_SPECS))
+
+
+def load_call_modules(registry: Registry) -> None:
+    """Imports what the offered tools' calls need beyond their specs (ToolSpec.call_modules)."""
+    for module in sorted({module for spec in registry for module in spec.call_modules}):
+        importlib.import_module(module)
 
 
 def mcp_class() -> type[ToolSpec]:

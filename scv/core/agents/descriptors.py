@@ -6,8 +6,9 @@ and the worker builds the environment and picks the output parser.
 """
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 CLAUDE, CODEX, GROK, DSH, PI, SCV = "claude", "codex", "grok", "dsh", "pi", "scv"
 
@@ -16,13 +17,12 @@ CLAUDE, CODEX, GROK, DSH, PI, SCV = "claude", "codex", "grok", "dsh", "pi", "scv
 RESUME, ACP, NESTED = "resume", "acp", "scv"
 
 
-@dataclass(frozen=True)
-class AcpServer:
+class AcpServer(msgspec.Struct, frozen=True):
     """An agent's Agent Client Protocol server: one process per conversation."""
     executable: str
     args: tuple[str, ...] = ()
     full_permission_args: tuple[str, ...] | None = None      # replaces `args` under permissions = "full"
-    full_permission_env: dict[str, str] = field(default_factory=dict)
+    full_permission_env: dict[str, str] = msgspec.field(default_factory=dict)
     # The session modes that mean full permissions, in the order they are looked for among the
     # modes (or the `mode` config option) the server advertises; selected in every new session.
     full_permission_modes: tuple[str, ...] = ()
@@ -38,8 +38,7 @@ class AcpServer:
         return [executable, *args]
 
 
-@dataclass(frozen=True)
-class Descriptor:
+class Descriptor(msgspec.Struct, frozen=True):
     name: str
     product: str
     line: str                                   # how the agent's line in the schema starts
@@ -57,12 +56,12 @@ class Descriptor:
     resume_before_options: bool = False         # codex: `exec ... resume <id>` splits the options
     session_from_cli: bool = True               # False when SCV chooses the id (claude)
     full_permission_args: tuple[str, ...] = ()
-    full_permission_env: dict[str, str] = field(default_factory=dict)
+    full_permission_env: dict[str, str] = msgspec.field(default_factory=dict)
     # The private home: HOME is $SCV_HOME/agents/<name>; the agent's own state variable points
     # at `state_subdir` inside it ("" = the home itself).
     state_variable: str = ""
     state_subdir: str = ""
-    extra_env: dict[str, str] = field(default_factory=dict)
+    extra_env: dict[str, str] = msgspec.field(default_factory=dict)
     # Variables removed from the inherited environment besides every *_API_KEY (prefixes end in _).
     removed_env: tuple[str, ...] = ()
     # Yes/no variables the agent reads only as "1": an inherited yes in any spelling becomes 1, a no

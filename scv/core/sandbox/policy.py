@@ -10,7 +10,6 @@ through a small view, so everything here is testable over generated trees.
 """
 
 import posixpath
-from dataclasses import dataclass
 from typing import Protocol
 
 import msgspec
@@ -114,8 +113,7 @@ def secret_candidates(homes: list[str], scv_home: str, uid: int, environ: dict[s
     return list(dict.fromkeys(posixpath.normpath(path) for path in found))
 
 
-@dataclass(frozen=True)
-class Policy:
+class Policy(msgspec.Struct, frozen=True):
     mode: str
     network: bool
     workspace: str

@@ -11,8 +11,9 @@ what the mounts hide); the secret locations are too when no mount namespace hide
 """
 
 import posixpath
-from dataclasses import dataclass
 from typing import Iterable, Protocol
+
+import msgspec
 
 # File-system access rights (uapi linux/landlock.h), by the ABI that introduced them.
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
@@ -84,8 +85,7 @@ class FsView(Protocol):
         kinds from the listing itself, without a stat each)."""
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(msgspec.Struct, frozen=True):
     path: str
     rights: int
 

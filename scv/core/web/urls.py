@@ -14,7 +14,8 @@ then judged like any other name.
 
 import ipaddress
 import re
-from dataclasses import dataclass
+
+import msgspec
 
 
 MAX_URL_CHARS = 8192
@@ -30,8 +31,7 @@ class UrlError(ValueError):
     """The URL is refused; the message is one sentence for the model."""
 
 
-@dataclass(frozen=True)
-class WebUrl:
+class WebUrl(msgspec.Struct, frozen=True):
     scheme: str            # "http" or "https"
     host: str              # lower-case ASCII name (IDNA form, no trailing dot), dotted-quad IPv4, or IPv6
     port: int
