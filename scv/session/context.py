@@ -7,7 +7,7 @@ from pathlib import Path
 from scv.config.load import load_config
 from scv.core.errors import UsageError
 from scv.core.lineage import inherited_depth
-from scv.tools.base import ToolContext
+from scv.tools.context import ToolContext
 
 
 def resolve_workspace(value: str | None) -> Path:

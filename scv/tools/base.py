@@ -17,27 +17,20 @@ keeps hidden state between calls.
 
 import abc
 import re
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, Callable, ClassVar, Generic, Protocol, TypeVar
 
 import msgspec
 
-from scv.config.load import Config
 from scv.core.cancellation import Cancellation
 from scv.core.errors import RefusedError
 from scv.core.messages import Call, Result
 from scv.core.risk import Risk
 from scv.telemetry.spans import Span
+from scv.tools.context import ToolContext
 from scv.tools.offering import offered, session_facts
 from scv.tools.services import Services
 
 P = TypeVar("P")
-
-if TYPE_CHECKING:
-    from scv.chat.channel import ChatChannel
-    from scv.core.limits import Budget
-    from scv.skills.index import SkillIndex
-
 
 class Launch(Protocol):
     """How a spec's `run` reaches workers for one approved call (scv/session/calls.py implements it)."""
@@ -59,22 +52,6 @@ class Launch(Protocol):
 
     def under(self, span: Span) -> "Launch":
         """This launch with its workers under `span` instead (a child of the call's span)."""
-
-
-class ToolContext(msgspec.Struct, frozen=True):
-    """What a spec may consult on the supervisor side (a Struct: far cheaper to define at
-    start-up than a dataclass)."""
-
-    workspace: Path
-    config: Config
-    # Delegation depth of this session (0 for a session a person or script started).
-    delegation_depth: int = 0
-    # The skills discovered when the session started (None: skills are off or not looked for).
-    skills: "SkillIndex | None" = None
-    # The chat conversation a chat bridge's session serves (None: not a chat session).
-    channel: "ChatChannel | None" = None
-    # The run's limits and usage ledger (scv/core/limits.py), shared by its turns, calls and jobs.
-    budget: "Budget | None" = None
 
 
 class BackgroundCall(msgspec.Struct, Generic[P], frozen=True):

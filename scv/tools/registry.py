@@ -40,7 +40,7 @@ class Registry:
                  pending: tuple[str, ...] = ()):
         self._tools: dict[str, ToolSpec | None] = dict.fromkeys(pending)
         self._ctx = ctx
-        self._services = services
+        self._services = services if services is not None else Services()
 
     def set_mcp(self, specs: list[ToolSpec]) -> None:
         """The MCP servers' tools now offered (mcp__<server>__<tool>), replacing the earlier ones."""
