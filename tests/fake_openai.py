@@ -56,6 +56,7 @@ class Recorded:
     headers: dict[str, str]
     body: dict[str, Any]
     at: float
+    client_port: int = 0        # which connection it came on
 
 
 class FakeOpenAI:
@@ -91,7 +92,7 @@ class FakeOpenAI:
         raw = h.rfile.read(length)
         body = json.loads(raw or b"{}")
         with self.lock:
-            self.requests.append(Recorded(h.path, dict(h.headers), body, time.monotonic()))
+            self.requests.append(Recorded(h.path, dict(h.headers), body, time.monotonic(), h.client_address[1]))
         if self.api_key and h.headers.get("Authorization") != f"Bearer {self.api_key}":
             return self._json(h, 401, {"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}})
         if body.get("model") not in self.models:

@@ -57,6 +57,8 @@ def test_tool_call_round_trip(scv_home, fake, workspace, wire_api):
     listed = json.loads(run_scv("tools", "--json", "-C", str(workspace)).stdout)["tools"]
     assert offered == [t["name"] for t in listed]
     assert tool_outputs(second, wire_api)["call_a"]["content"] == "the answer is 42\n"
+    # The first stream's end was read after its last event, so the second request reused its connection.
+    assert second.client_port == first.client_port
 
 
 @pytest.mark.parametrize("wire_api", ["responses", "chat"])

@@ -68,12 +68,13 @@ def _post(conn: Connection, body: dict) -> bytes:
 def test_requests_share_one_kept_connection(endpoint):
     server = endpoint()
     conn = Connection(server.url, 10, 10)
-    sent = []
+    order = []
     assert [_post(conn, {"n": n, "text": "näive"}) for n in range(3)] == [b"ok"] * 3
-    response = conn.post({"n": 3}, {}, sent=lambda: sent.append(len(server.seen)))
+    response = conn.post({"n": 3}, {}, sent=lambda: order.append("sent"))
+    order.append("answered")
     response.read()
     conn.finish(response)
-    assert sent == [3]                  # called once written, before the answer was read
+    assert order == ["sent", "answered"]    # called once written, before the answer was read
     assert len({seen["port"] for seen in server.seen}) == 1
     assert [seen["body"]["n"] for seen in server.seen] == [0, 1, 2, 3]
     assert server.seen[0]["body"]["text"] == "näive"
@@ -199,3 +200,34 @@ def test_https_through_a_connect_proxy_from_the_environment(endpoint, tmp_path, 
         conn.close()
     finally:
         proxy.close()
+
+
+def test_a_body_left_short_is_drained_for_reuse_or_closed_when_its_end_does_not_come(endpoint, monkeypatch):
+    """A reader that stops before the end (a stream's last event read, its terminating chunk not)
+    keeps the connection when the end follows; an end that does not come within DRAIN_SECONDS
+    costs the connection, not the next request."""
+    hold = threading.Event()
+
+    def two_chunks(h, n):
+        h.send_response(200)
+        h.send_header("Transfer-Encoding", "chunked")
+        h.end_headers()
+        h.wfile.write(b"4\r\nlast\r\n")
+        h.wfile.flush()
+        if n == 2:
+            hold.wait(30)               # the second answer's end comes only after the drain gave up
+        h.wfile.write(b"0\r\n\r\n")
+
+    monkeypatch.setattr(connection_module, "DRAIN_SECONDS", 0.3)
+    server = endpoint(two_chunks)
+    conn = Connection(server.url, 10, 10)
+    for n in (1, 2, 3):
+        response = conn.post({"n": n}, {})
+        assert response.read1(4) == b"last"         # what the reader wanted, nothing more
+        conn.finish(response, drain=True)
+        if n == 2:
+            assert conn.socket() is None            # closed: its end did not come in time
+            hold.set()
+    ports = [seen["port"] for seen in server.seen]
+    assert ports[0] == ports[1] != ports[2]
+    conn.close()

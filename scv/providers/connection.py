@@ -12,12 +12,19 @@ https:// one a CONNECT tunnel, then TLS to the endpoint itself.
 import functools
 import os
 import socket
+import time
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
 import msgspec
 
 from scv.providers.answer import Answer
+
+
+# The end of a body a reader stopped short of (a stream's terminating chunk after its last event):
+# read when it comes within these, so the connection is kept for the next request.
+DRAIN_SECONDS = 1.0
+DRAIN_BYTES = 65536
 
 
 class RequestFailed(Exception):
@@ -148,13 +155,29 @@ class Connection:
             return response
         raise AssertionError("unreachable")
 
-    def finish(self, response: Answer) -> None:
+    def finish(self, response: Answer, drain: bool = False) -> None:
         """Done with a response: a body read to its end leaves the connection ready for the next
         request (unless the server said it closes it); one left unread (an error, a cancelled or
-        broken stream) closes it."""
+        broken stream) closes it. `drain`: the reader stopped at the last thing it needed, so the
+        little that is left is read first (see DRAIN_SECONDS)."""
+        if drain and not response.isclosed() and not self._closes and self._sock is not None:
+            self._drain(response)
         if not response.isclosed() or self._closes:
             response.close()
             self.close()
+
+    def _drain(self, response: Answer) -> None:
+        deadline = time.monotonic() + DRAIN_SECONDS
+        got = 0
+        try:
+            while not response.isclosed() and got < DRAIN_BYTES:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._sock.settimeout(left)
+                got += len(response.read1(DRAIN_BYTES - got))
+        except OSError:         # a broken answer or a timeout: finish closes the connection
+            return
 
     def socket(self) -> socket.socket | None:
         return self._sock

@@ -128,6 +128,7 @@ class StreamingClient:
         """The body's events until it ends; a connection that breaks is a dropped stream."""
         decoder = SSEDecoder()
         watcher = _AbortOnCancel(self.http.socket(), cancel)
+        broken = False
         try:
             while chunk := response.read1(65536):
                 if cancel.cancelled:
@@ -137,14 +138,18 @@ class StreamingClient:
             if cancel.cancelled:
                 raise TurnCancelled("the turn was cancelled")
         except OSError as exc:
+            broken = True
             if cancel.cancelled:
                 raise TurnCancelled("the turn was cancelled") from None
             raise self.dropped(f"{type(exc).__name__}") from None
         except SSEError as exc:
+            broken = True
             raise ProviderError(f"provider {self.provider} sent a stream SCV cannot read ({exc})") from None
         finally:
             watcher.stop()
-            self.http.finish(response)
+            # A provider stops reading at its stream's last event (response.completed, [DONE],
+            # message_stop): the stream's end is read too, so the next request reuses the connection.
+            self.http.finish(response, drain=not broken and not cancel.cancelled)
 
     def dropped(self, why: str) -> ProviderError:
         return ProviderError(f"provider {self.provider}'s stream ended before the reply was complete ({why}); "
