@@ -1,6 +1,7 @@
 """The supervisor through real workers: results, crash isolation, cancellation and descriptors."""
 
 import os
+import select
 import socket
 import time
 
@@ -254,3 +255,18 @@ def test_a_call_is_served_while_a_released_fork_point_still_preloads(tmp_path, m
     finally:
         until.touch()
         sup.close()
+
+
+def test_closing_abandons_the_fork_points_preload_import(tmp_path, monkeypatch):
+    """`scv exec` ends while its fork point still imports what calls need (the web executors load
+    lxml): close() does not wait for that import to end, and the fork point still exits."""
+    monkeypatch.setenv("SCV_SLOW_IMPORT_DIR", str(tmp_path))
+    sup = Supervisor(preload=["tests.slow_import"], gated=True)
+    sup.release()
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+        select.select([], [], [], 0.01)
+    assert (tmp_path / "started").read_text() == str(sup.fork_point_pid)
+    sup.close()                                  # returns once the fork point has exited
+    assert not is_running(sup.fork_point_pid)
+    assert not (tmp_path / "finished").exists()  # the import was abandoned, not waited for

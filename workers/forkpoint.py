@@ -102,7 +102,7 @@ def _run_spare(sock: socket.socket, close_in_child: list, prepare: str, plan: di
         for item in close_in_child:
             item.close() if hasattr(item, "close") else os.close(item)
         signal.set_wakeup_fd(-1)
-        for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM):
+        for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGUSR1):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         os.setpgid(0, 0)
@@ -143,6 +143,11 @@ def _run_spare(sock: socket.socket, close_in_child: list, prepare: str, plan: di
             pass
         code = exc.code if isinstance(exc, SystemExit) and isinstance(exc.code, int) else 70
     os._exit(code)
+
+
+class _PreloadAbandoned(BaseException):
+    """SIGUSR1 during a preload import: the supervisor is closing (Supervisor.close). Not an
+    Exception, so a module that guards an optional import with `except Exception` lets it through."""
 
 
 def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True, gate: int | None = None) -> None:
@@ -267,6 +272,15 @@ class _ForkPoint:
         self.sel.register(sock, selectors.EVENT_READ)
         self.sel.register(self.wake_r, selectors.EVENT_READ)
         self.workers = _Workers([sock, self.wake_r, wake_w, self.sel], SPARES if refill_spare else 1)
+        # A closing supervisor sends SIGUSR1 so that a long import (the web executors load lxml)
+        # does not hold its process's exit: the import is abandoned, then the socket's EOF is seen.
+        self._importing = False
+        signal.signal(signal.SIGUSR1, self._on_usr1)
+
+    def _on_usr1(self, signum, frame) -> None:
+        if self._importing:
+            self._importing = False         # raised once: never again inside the handler below
+            raise _PreloadAbandoned()
 
     def run(self) -> None:
         self.workers.fill()
@@ -317,7 +331,13 @@ class _ForkPoint:
         return True
 
     def _preload_next(self) -> None:
-        importlib.import_module(self.pending.popleft())
+        try:
+            self._importing = True
+            importlib.import_module(self.pending.popleft())
+            self._importing = False
+        except _PreloadAbandoned:
+            self.pending.clear()            # the socket's EOF comes next: no spares are forked again
+            return
         if not self.pending:
             gc.freeze()
             # The spares forked before the preload ended lack it: fresh ones take their place

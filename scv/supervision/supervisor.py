@@ -91,6 +91,8 @@ class Supervisor:
         if pid == 0:
             code = 0
             try:
+                # Until the fork point's own handler (workers/forkpoint.py): close() may send it.
+                signal.signal(signal.SIGUSR1, signal.SIG_IGN)
                 self._sock.close()
                 if self._gate_w is not None:
                     os.close(self._gate_w)
@@ -307,6 +309,9 @@ class Supervisor:
         except OSError:
             pass
         self._sock.close()
+        # A fork point still preloading abandons the module it is importing, so that it sees the
+        # EOF now rather than after lxml's import (up to ~80 ms of every `scv exec`'s end).
+        self._ops.signal(self.fork_point_pid, signal.SIGUSR1)
         try:
             os.waitpid(self.fork_point_pid, 0)
         except ChildProcessError:
