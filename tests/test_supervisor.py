@@ -257,11 +257,13 @@ def test_a_call_is_served_while_a_released_fork_point_still_preloads(tmp_path, m
         sup.close()
 
 
-def test_closing_abandons_the_fork_points_preload_import(tmp_path, monkeypatch):
+@pytest.mark.parametrize("gated", [True, False])
+def test_closing_abandons_the_fork_points_preload_import(tmp_path, monkeypatch, gated):
     """`scv exec` ends while its fork point still imports what calls need (the web executors load
-    lxml): close() does not wait for that import to end, and the fork point still exits."""
+    lxml): close() does not wait for that import to end, and the fork point still exits. The
+    same for a fork point that preloads at once (`scv server`, a batch)."""
     monkeypatch.setenv("SCV_SLOW_IMPORT_DIR", str(tmp_path))
-    sup = Supervisor(preload=["tests.slow_import"], gated=True)
+    sup = Supervisor(preload=["tests.slow_import"], gated=gated)
     sup.release()
     deadline = time.monotonic() + 60
     while not (tmp_path / "started").exists() and time.monotonic() < deadline:

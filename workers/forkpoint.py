@@ -159,16 +159,44 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True, ga
     preload (its worker imports what it needs), and the spares are forked again once it is done."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.setpgid(0, 0)
-    _ForkPoint(sock, _preload(preload, gate), refill_spare).run()
+    importer = _Importer()
+    _ForkPoint(sock, _preload(preload, gate, importer), refill_spare, importer).run()
 
 
-def _preload(preload: list[str], gate: int | None) -> "collections.deque[str]":
+class _Importer:
+    """Imports the preload one module at a time. A closing supervisor sends SIGUSR1 so that a long
+    import (the web executors load lxml) does not hold its process's exit: the import underway
+    is abandoned, and the fork point goes on to see the socket's EOF."""
+
+    def __init__(self):
+        self._busy = False
+        signal.signal(signal.SIGUSR1, self._on_usr1)
+
+    def _on_usr1(self, signum, frame) -> None:
+        if self._busy:
+            self._busy = False          # raised once: never again inside `load`'s except clause
+            raise _PreloadAbandoned()
+
+    def load(self, name: str) -> bool:
+        """False: abandoned, the supervisor is closing."""
+        try:
+            self._busy = True
+            importlib.import_module(name)
+            self._busy = False
+        except _PreloadAbandoned:
+            return False
+        return True
+
+
+def _preload(preload: list[str], gate: int | None, importer: _Importer) -> "collections.deque[str]":
     """Imports the whole preload now, or with a gate waits for the release and imports none;
     returns the modules left to import."""
     pending = collections.deque(preload)
     if gate is None:
         while pending:
-            importlib.import_module(pending.popleft())
+            if not importer.load(pending.popleft()):
+                pending.clear()
+                return pending
         gc.freeze()       # keep the preloaded heap shared with the workers instead of copied
     else:
         while os.read(gate, 1):     # EOF: released, or the supervisor's process is gone
@@ -261,8 +289,10 @@ class _ForkPoint:
     """The loop: a call's request, a child's exit (SIGCHLD's byte in the wake-up pipe) and, while
     the gated preload lasts, the next module to import when neither waits."""
 
-    def __init__(self, sock: socket.socket, pending: "collections.deque[str]", refill_spare: bool):
+    def __init__(self, sock: socket.socket, pending: "collections.deque[str]", refill_spare: bool,
+                 importer: _Importer):
         self.sock = sock
+        self.importer = importer
         self.pending = pending
         self.refill_spare = refill_spare
         self.wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -272,15 +302,6 @@ class _ForkPoint:
         self.sel.register(sock, selectors.EVENT_READ)
         self.sel.register(self.wake_r, selectors.EVENT_READ)
         self.workers = _Workers([sock, self.wake_r, wake_w, self.sel], SPARES if refill_spare else 1)
-        # A closing supervisor sends SIGUSR1 so that a long import (the web executors load lxml)
-        # does not hold its process's exit: the import is abandoned, then the socket's EOF is seen.
-        self._importing = False
-        signal.signal(signal.SIGUSR1, self._on_usr1)
-
-    def _on_usr1(self, signum, frame) -> None:
-        if self._importing:
-            self._importing = False         # raised once: never again inside the handler below
-            raise _PreloadAbandoned()
 
     def run(self) -> None:
         self.workers.fill()
@@ -331,11 +352,7 @@ class _ForkPoint:
         return True
 
     def _preload_next(self) -> None:
-        try:
-            self._importing = True
-            importlib.import_module(self.pending.popleft())
-            self._importing = False
-        except _PreloadAbandoned:
+        if not self.importer.load(self.pending.popleft()):
             self.pending.clear()            # the socket's EOF comes next: no spares are forked again
             return
         if not self.pending:
