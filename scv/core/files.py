@@ -2,7 +2,6 @@
 same folder, flushed, renamed), used for state, markers, imported credentials and batch results."""
 
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -28,6 +27,7 @@ def write_atomic(path: Path, data: bytes, *, private_folder: bool = True) -> Non
     it is and must exist."""
     if private_folder:
         ensure_folder(path.parent)
+    import tempfile     # a first write: tempfile loads random and shutil (its compression modules)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         os.fchmod(fd, 0o600)

@@ -9,10 +9,10 @@ stopped is kept in `state/orphans-stopped.json` for `scv status`.
 
 import contextlib
 import fcntl
-import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from scv.core import files
 from scv.core.delegations import processes, records
@@ -21,8 +21,7 @@ from scv.core.delegations.records import Record
 COUNTER = "orphans-stopped.json"
 
 
-@dataclass
-class Reconciled:
+class Reconciled(msgspec.Struct):
     orphans: list[str]          # handles stopped and removed
     markers: list[str]          # conversation markers removed
 
@@ -50,7 +49,7 @@ def marker_owner_alive(data: bytes) -> bool:
     """A marker names the SCV process that keeps the conversation: `pid`, and `start` when the
     writer recorded it (without it, a live PID counts, which errs on keeping)."""
     try:
-        body = json.loads(data)
+        body = msgspec.json.decode(data)
         pid = int(body["pid"])
     except (ValueError, KeyError, TypeError):
         return False
@@ -96,13 +95,13 @@ def remove_dead_markers(home: Path) -> list[str]:
 def _count_stopped(home: Path, more: int) -> None:
     # Under the reconcile lock: no other pass adds to the count meanwhile.
     total = stopped_so_far(home) + more
-    files.write_atomic(home / "state" / COUNTER, json.dumps({"stopped": total}).encode())
+    files.write_atomic(home / "state" / COUNTER, msgspec.json.encode({"stopped": total}))
 
 
 def stopped_so_far(home: Path) -> int:
     data = records.read_regular(home / "state" / COUNTER, 4096)
     try:
-        return int(json.loads(data)["stopped"]) if data else 0
+        return int(msgspec.json.decode(data)["stopped"]) if data else 0
     except (ValueError, KeyError, TypeError):
         return 0
 
