@@ -46,13 +46,16 @@ def test_writes_outside_the_workspace_are_refused_by_every_route(make_runner, wo
         "remove": f"rm -f {outside}/victim",
         "python": f"{PYTHON} -c \"open('{outside}/py', 'w')\"",
     }
+    seen = {}
     for name, command in routes.items():
         ok, value = bash(runner, command)
+        seen[name] = value
         assert not ok and value["exit_code"] != 0, (name, value)
         assert value["sandbox"]["mode"] == "workspace-write"
         assert any(word in value["output"] for word in ("Permission denied", "cross-device", "Read-only")), (name, value)
         _untouched(outside)
-    assert os.path.islink(workspace / "link")       # the link itself is made inside; only the write through it fails
+    # The link itself is made inside; only the write through it fails.
+    assert os.path.islink(workspace / "link"), seen["symlink"]
 
 
 def test_writes_inside_the_workspace_work_and_are_not_flagged(make_runner, workspace):

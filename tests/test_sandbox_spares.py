@@ -102,3 +102,52 @@ def test_a_workspace_made_again_after_a_spare_bound_it_stays_writable(make_runne
     ok, value = bash(runner, "echo two > f && cat f")
     assert ok and value["output"] == "two\n", value
     assert (workspace / "f").read_text() == "two\n"
+
+
+# Run in a child of its own: the launcher's thread ends up sandboxed for good.
+ARMED_WHILE_AHEAD = """
+import os, sys, threading
+import msgspec
+from pathlib import Path
+from scv.sandbox.choose import plan_for
+from tests.sandbox_fakes import sandbox_config
+from workers import sandbox_linux
+from workers.sandbox_linux import Launcher, namespace_flags
+
+workspace, tmpdir = Path(sys.argv[1]), sys.argv[2]
+plan = plan_for(sandbox_config(), workspace)
+plan = msgspec.convert(msgspec.to_builtins(plan), sandbox_linux.SandboxPlan)
+armed = threading.Event()
+hide_all = Launcher._hide_all
+def hide_all_once_armed(self, hidden):
+    armed.wait()                    # the ahead work resumes only once the call has armed
+    hide_all(self, hidden)
+Launcher._hide_all = hide_all_once_armed
+launcher = Launcher(plan.user_namespace, namespace_flags(plan.hide_with, plan.network_with), plan)
+assert launcher.fits(plan)
+launcher.arm(plan, tmpdir)
+armed.set()
+
+def write_inside():
+    try:
+        (workspace / "made").write_text("x")
+        return "written"
+    except OSError as err:
+        return err.strerror
+print(launcher.spawn(write_inside))
+"""
+
+
+def test_a_call_armed_while_the_spare_still_readies_keeps_its_workspace_writable(workspace, tmp_path):
+    """The call's arrival replaces the launcher's lists of roots while the spare's thread may still
+    be making the plan's roots writable ahead (a loaded machine, calls back to back): the
+    thread works from its own copy, so the workspace is never left read-only."""
+    import subprocess
+    import sys
+    from tests.conftest import ROOT, scv_env
+    tmpdir = tmp_path / "call-tmp"
+    tmpdir.mkdir()
+    proc = subprocess.run([sys.executable, "-c", ARMED_WHILE_AHEAD, str(workspace), str(tmpdir)], cwd=ROOT,
+                          env=scv_env(), capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "written", proc.stdout + proc.stderr
+    assert (workspace / "made").read_text() == "x"

@@ -256,7 +256,10 @@ class Launcher:
                 own += self._hidden
                 self._pinned = _pin([*self.plan.hidden, *self.plan.writable])
         self._handed = False      # the thread got its job (a start, or None: nothing to start)
-        _thread.start_new_thread(self._body, (flags, own))   # lighter than threading.Thread, in a fresh worker
+        # The thread gets its own copy of the roots to make writable ahead: `arm`, on the call's
+        # arrival, replaces the lists while the thread may still be doing this work.
+        ahead = list(self._writable) if self.plan is not None else []
+        _thread.start_new_thread(self._body, (flags, own, ahead))   # lighter than threading.Thread, in a fresh worker
         if flags:
             # A new thread runs only once it gets the GIL, which this one would keep for the whole
             # policy work; wait until it is inside unshare (which releases it), so the two overlap.
@@ -325,7 +328,7 @@ class Launcher:
 
     # --- in the spawning thread -----------------------------------------------------------
 
-    def _body(self, flags: int, own: list[str]) -> None:
+    def _body(self, flags: int, own: list[str], ahead: list[str]) -> None:
         early = None
         if flags:
             self._results.put(None)
@@ -345,8 +348,7 @@ class Launcher:
                     # are bound over themselves and made writable again once the call names them.
                     _set_read_only(b"/", True, recursive=True)
                     self._hide_all(own)
-                    if self.plan is not None:
-                        self._writable_again()
+                    self._writable_again(ahead)
             except OSError as err:
                 early = err
         start = self._jobs.get()
@@ -385,10 +387,10 @@ class Launcher:
             except FileNotFoundError:
                 pass     # gone since the plan was made: nothing left to hide
 
-    def _writable_again(self) -> None:
+    def _writable_again(self, roots: list[str]) -> None:
         """Each writable root bound over itself (a copy of the read-only mount under it) and
         made writable again: that mount only, so a read-only mount inside it stays read-only."""
-        for path in self._writable:
+        for path in roots:
             target = os.fsencode(path)
             try:
                 _check(_mount(target, target, None, MS_BIND | MS_REC, None), f"bind {path} over itself")
@@ -398,7 +400,7 @@ class Launcher:
 
     def _enter(self, flags: int) -> None:
         if flags & CLONE_NEWNS:
-            self._writable_again()
+            self._writable_again(self._writable)
             self._hide_all(self._hidden)
         for capability in range(LAST_CAPABILITY + 1):
             if capability not in KEPT_CAPABILITIES:
