@@ -17,6 +17,7 @@ import ctypes
 import errno
 import os
 import queue
+import stat
 import sys
 import tempfile
 import _thread
@@ -188,9 +189,29 @@ def build_ruleset(rules: list[ll.Rule], abi: int, network: bool) -> int:
     return ruleset
 
 
+def _open_as_planned(path: str) -> int | None:
+    """An O_PATH fd on `path` if it still names what the plan resolved: None when it is gone, or
+    when a step of it has become a symbolic link since (the fd would name another file)."""
+    try:
+        fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    try:
+        if os.readlink(f"/proc/self/fd/{fd}") == path and not stat.S_ISLNK(os.fstat(fd).st_mode):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
 def add_rules(ruleset: int, rules: list[ll.Rule]) -> None:
+    """Every rule is a grant: one whose path is gone since the plan (another process removed a
+    sibling of a hidden folder) or now passes through a link is left out, never refused."""
     for rule in rules:
-        fd = os.open(rule.path, os.O_PATH | os.O_CLOEXEC)
+        fd = _open_as_planned(rule.path)
+        if fd is None:
+            continue
         try:
             beneath = PathBeneathAttr(rule.rights, fd)
             _check(_syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(beneath),
