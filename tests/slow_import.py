@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 
 _folder = Path(os.environ["SCV_SLOW_IMPORT_DIR"])
-(_folder / "started").write_text(str(os.getpid()))
+(_folder / "starting").write_text(str(os.getpid()))
+os.replace(_folder / "starting", _folder / "started")       # whole when it appears
 _deadline = time.monotonic() + 20
 while time.monotonic() < _deadline:
     time.sleep(0.05)            # a signal's Python handler runs between these
