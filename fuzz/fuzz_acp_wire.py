@@ -5,7 +5,7 @@ raise, never answer an id this side did not send, and never let an over-long lin
 
 import json
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from workers.live import acp_turn
@@ -93,6 +93,7 @@ def over_long_lines_are_skipped_and_the_rest_still_decodes(sizes, limit):
 
 
 @given(st.lists(UPDATE, max_size=10), st.integers(min_value=16, max_value=400))
+@example([{"sessionUpdate": "tool_call", "kind": ""}], 16)       # a blank kind once made an empty line
 def a_turn_never_raises_and_keeps_its_reply_and_lines_bounded(updates, limit):
     lines = []
     state = acp_turn.TurnState(limit, lines.append)

@@ -97,6 +97,13 @@ def test_tool_read_imports_no_agent_web_or_job_code(tmp_path, workspace):
     assert unwanted == []
 
 
+def test_tools_lists_from_the_catalog_without_the_tool_contract(tmp_path, workspace):
+    code, modules, out = modules_after(tmp_path, "tools", cwd=workspace)
+    assert code == 0 and out.startswith("read ")
+    assert "scv.tools.catalog" in modules and "scv.tools.context" in modules        # the real path ran
+    assert [name for name in modules if name in ("scv.tools.base", "scv.tools.registry", "scv.core.messages")
+            or name.startswith(("scv.tools.read", "scv.tools.bash", "scv.telemetry"))] == []
+
 def test_help_imports_no_command_module(tmp_path):
     code, modules, out = modules_after(tmp_path, "--help", cwd=tmp_path)
     assert code == 0 and "Run one tool call" in out

@@ -154,8 +154,8 @@ class TurnState:
                 self.rounds += 1
                 self._in_round = True
         title = update.title if isinstance(update.title, str) and update.title.strip() else None
-        if title is None and isinstance(update, ToolCallStart) and isinstance(update.kind, str):
-            title = update.kind
+        if title is None and isinstance(update, ToolCallStart) and isinstance(update.kind, str) and update.kind.strip():
+            title = update.kind     # a blank kind is no title: a progress line is never empty
         if title is not None and self._titles.get(key) != title:
             self._titles[key] = title
             self._offer(title)
