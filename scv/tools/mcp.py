@@ -69,9 +69,6 @@ class McpTool(ToolSpec):
         else:
             self.declared_risk = Risk.READ_ONLY if tool.read_only else Risk.NETWORK
 
-    def enabled(self, ctx: ToolContext) -> bool:
-        return self.services.mcp is not None
-
     def check(self, args: msgspec.Struct, ctx: ToolContext) -> None:
         if self._validator is None:
             from jsonschema import Draft202012Validator     # only in sessions that use MCP servers
