@@ -1,13 +1,12 @@
 """The `scv` command: a click group; each subcommand lives in its own module under scv/commands."""
 
-import gc
 import importlib
-import os
-import sys
 
 import click
 
 from scv import __version__
+from scv.commands.ending import QUICK_EXIT, exit_on_error, quick_exit
+from scv.commands.plain import freeze_start_up
 from scv.core.errors import ScvError
 
 
@@ -32,15 +31,7 @@ class ScvGroup(click.Group):
         except SystemExit as done:
             if self.ran is not None and self.ran not in QUICK_EXIT:
                 raise
-            code = done.code
-            if isinstance(code, str):
-                print(code, file=sys.stderr)
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except (OSError, ValueError):
-                    pass
-            os._exit(code if isinstance(code, int) else int(code is not None))
+            quick_exit(done.code)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | set(self.lazy))
@@ -70,19 +61,14 @@ class ScvGroup(click.Group):
     def resolve_command(self, ctx: click.Context, args: list[str]):
         name, command, rest = super().resolve_command(ctx, args)
         self.ran = name
-        if not gc.isenabled():
-            # Off during start-up (scv/__main__.py). What start-up made lives as long as the
-            # process: frozen, no collection walks it (nor writes to pages a fork shares).
-            gc.freeze()
-            gc.enable()
+        freeze_start_up()
         return name, command, rest
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except ScvError as err:
-            click.echo(f"scv: {err}", err=True)
-            sys.exit(err.exit_code)
+            exit_on_error(err)
 
 
 # Every subcommand, by name: "module:attribute". Add new commands here.
@@ -119,8 +105,6 @@ COMMAND_HELP = {
                "signed in here, see the nodes, leave (needs scv[ray]).",
     "sandbox": "The opt-in OS sandbox of bash and delegated agents ([tools] sandbox).",
 }
-# Commands whose work is over (workers stopped, output written) when they return.
-QUICK_EXIT = {"tool", "tools"}
 
 
 @click.group(cls=ScvGroup, lazy=COMMANDS, lazy_help=COMMAND_HELP, context_settings={"help_option_names": ["-h", "--help"]})

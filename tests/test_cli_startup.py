@@ -16,17 +16,21 @@ from tests.fake_openai import FakeOpenAI, Reply
 from tests.fakes import write_script
 from tests.otel_extra import needs_otel
 
-# Runs the CLI's real entry in this fresh process (click's `main`, as `python -m scv` does, but
-# without the quick exit, so the modules can be reported afterwards).
+# Runs the CLI's real entry in this fresh process (as `python -m scv` does), and reports the
+# modules when it exits, quickly (os._exit) or not.
 RUN_AND_REPORT = """
-import json, sys
-from scv.cli import main
+import json, os, sys
+report, sys.argv = sys.argv[1], ["scv", *sys.argv[2:]]
+def write(code):
+    with open(report, "w") as fh:
+        json.dump({"code": code, "modules": sorted(sys.modules)}, fh)
+exit_now = os._exit
+os._exit = lambda code: (write(code), exit_now(code))
+from scv.entry import main
 try:
-    main.main(sys.argv[2:], prog_name="scv")
+    main()
 except SystemExit as done:
-    code = done.code
-with open(sys.argv[1], "w") as fh:
-    json.dump({"code": code, "modules": sorted(sys.modules)}, fh)
+    write(done.code)
 """
 
 
@@ -50,8 +54,9 @@ def on_event(event, args):
         with open(report, "w") as fh:       # one name a line: the harness itself loads no json
             fh.write("\\n".join(seen[0]))
 sys.addaudithook(on_event)
-from scv.cli import main
-main.main(sys.argv[3:], prog_name="scv")
+sys.argv = ["scv", *sys.argv[3:]]
+from scv.entry import main
+main()
 """
 
 
@@ -74,7 +79,7 @@ def test_exec_sends_the_first_request_before_the_heavy_imports(tmp_path, workspa
     assert "scv.providers.openai_responses" in modules and "scv.tools.bash" in modules    # the request was built
     heavy = [name for name in modules
              if name.split(".")[0] in ("requests", "urllib3", "chardet", "charset_normalizer", "lxml", "readability",
-                                       "ctypes", "workers", "email", "ssl")
+                                       "ctypes", "workers", "email", "ssl", "click")   # a plain line: no click
              or name in ("http.client", "encodings.idna")          # read the answer; an ASCII host needs no idna
              or name.startswith(("scv.delegations", "scv.tools.web_executor"))
              # What only a call or an offered tool needs: built as Structs, not dataclasses; compression
@@ -91,7 +96,7 @@ def test_tool_read_imports_no_agent_web_or_job_code(tmp_path, workspace):
     assert code == 0 and json.loads(out)["content"] == "fine\n"
     assert "scv.tools.read" in modules          # the real path ran
     unwanted = [name for name in modules
-                if name.split(".")[0] in ("requests", "lxml", "readability", "jsonschema")
+                if name.split(".")[0] in ("requests", "lxml", "readability", "jsonschema", "click")
                 or name.startswith(("scv.tools.agent.tool", "scv.tools.web_", "scv.jobs", "scv.agents.session",
                                     "scv.skills.index"))]
     assert unwanted == []
@@ -107,7 +112,10 @@ def test_tools_lists_from_the_catalog_without_the_tool_contract(tmp_path, worksp
 def test_help_imports_no_command_module(tmp_path):
     code, modules, out = modules_after(tmp_path, "--help", cwd=tmp_path)
     assert code == 0 and "Run one tool call" in out
-    assert [name for name in modules if name.startswith("scv.commands.")] == []
+    # Only the entry's own reading of a plain line (scv/commands/plain.py) is loaded.
+    assert [name for name in modules if name.startswith("scv.commands.")
+            and name not in ("scv.commands.plain", "scv.commands.plain_argv", "scv.commands.ending")] == []
+    assert "scv.commands.plain" in modules
 
 
 def _commands_section(group: click.Group, format_commands) -> str:

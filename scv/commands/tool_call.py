@@ -1,5 +1,5 @@
 """What `scv tool` runs once its fork point is up: the context, the one tool's spec, approval,
-and the call itself, cancelled by SIGINT or SIGTERM. Loaded by scv/commands/tool.py after it
+and the call itself, cancelled by SIGINT or SIGTERM. Loaded by scv/commands/tool_run.py after it
 starts the fork point, so that the two load side by side."""
 
 import contextlib

@@ -1,0 +1,44 @@
+"""How a command ends, on either reading of its command line (click's, or scv/commands/plain.py's
+without click): its lines to stdout or stderr, SCV's errors as one sentence and their exit status,
+and a quick exit for a command whose work is over."""
+
+import os
+import sys
+from typing import NoReturn
+
+from scv.core.errors import ScvError
+
+# Commands whose work is over (workers stopped, output written) when they return.
+QUICK_EXIT = {"tool", "tools"}
+
+
+def say(message: str, err: bool = False) -> None:
+    """One line, written as click.echo writes it. click.echo itself is used (and loaded) only where
+    it would change the text: ANSI codes to strip off a terminal, or a stream not in UTF-8."""
+    stream = sys.stderr if err else sys.stdout
+    if "\x1b" in message or (stream.encoding or "").replace("-", "").lower() != "utf8":
+        import click
+        click.echo(message, err=err)
+        return
+    stream.write(message + "\n")
+    stream.flush()
+
+
+def exit_on_error(err: ScvError) -> NoReturn:
+    """A command's own error: its sentence on stderr, its exit status."""
+    say(f"scv: {err}", err=True)
+    sys.exit(err.exit_code)
+
+
+def quick_exit(code: object) -> NoReturn:
+    """Exit with `code` (as SystemExit reads it) without the interpreter's teardown of every
+    module, which costs a short command a good part of its time: only for a command that has
+    nothing left to do once its output is written."""
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code if isinstance(code, int) else int(code is not None))
