@@ -13,8 +13,11 @@ from scv.commands.exec_run import SIGNATURE as EXEC_SIGNATURE
 from scv.commands.plain_argv import read
 from scv.commands.tool import tool_command
 from scv.commands.tool_run import SIGNATURE as TOOL_SIGNATURE
+from scv.commands.tools import tools_command
+from scv.commands.tools_run import SIGNATURE as TOOLS_SIGNATURE
 
-COMMANDS = {"exec": (exec_command, EXEC_SIGNATURE), "tool": (tool_command, TOOL_SIGNATURE)}
+COMMANDS = {"exec": (exec_command, EXEC_SIGNATURE), "tool": (tool_command, TOOL_SIGNATURE),
+            "tools": (tools_command, TOOLS_SIGNATURE)}
 
 
 def click_reads(command: click.Command, argv: list[str]):
@@ -64,6 +67,8 @@ PLAIN_LINES = [
     ("tool", ["read", '{"path":"ok.txt"}']),
     ("tool", ["bash", '{"command":"true"}', "--auto-approve", "-C", "folder"]),
     ("tool", ["read"]),
+    ("tools", []),
+    ("tools", ["--json", "-C", "folder"]),
 ]
 
 
@@ -95,6 +100,7 @@ LEFT_TO_CLICK = [
     ("exec", ["-x"]),
     ("tool", []),                           # the tool's name is required
     ("tool", ["read", "{}", "extra"]),
+    ("tools", ["read"]),
 ]
 
 

@@ -58,3 +58,15 @@ def test_a_closed_stdout_ends_with_status_1_and_no_traceback(workspace, click_re
     finally:
         os.close(write_end)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_the_tool_listing_is_the_same_either_way(workspace, scv_home):
+    code, out, err = same_ending(*both_ways("tools", cwd=workspace))
+    assert code == 0 and out.startswith("read ") and err == ""
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_bad_config_ends_the_listing_the_same_either_way(workspace, scv_home, as_json):
+    (scv_home / "config.toml").write_text("[tools\n")
+    code, out, err = same_ending(*both_ways("tools", *(["--json"] if as_json else []), cwd=workspace))
+    assert code == 2 and err.startswith("scv: ") and (out.startswith('{"error":') if as_json else out == "")

@@ -1,7 +1,7 @@
-"""`scv exec` and `scv tool` from a plain command line, without loading click (the line is read
+"""`scv exec`, `scv tool` and `scv tools` from a plain command line, without loading click (the line is read
 by scv/commands/plain_argv.py). They end as under click: SCV's errors as one sentence and their
 exit status, an interruption before the command's own handlers as `Aborted!` and status 1, a
-closed stdout as status 1; `scv tool` exits without the interpreter's teardown (scv/cli.py's
+closed stdout as status 1; `scv tool` and `scv tools` exit without the interpreter's teardown (scv/cli.py's
 QUICK_EXIT)."""
 
 import errno
@@ -18,6 +18,7 @@ from scv.core.errors import ScvError
 PLAIN = {
     "exec": ("scv.commands.exec_run", "run_exec"),
     "tool": ("scv.commands.tool_run", "run_tool"),
+    "tools": ("scv.commands.tools_run", "run_tools"),
 }
 
 
@@ -34,6 +35,7 @@ def run_plain(argv: list[str]) -> None:
     try:
         try:
             getattr(module, function)(**values)
+            sys.exit(0)         # a command that returns has succeeded, as under click
         except ScvError as err:
             exit_on_error(err)
         except (KeyboardInterrupt, EOFError):
