@@ -5,9 +5,8 @@ import importlib
 import click
 
 from scv import __version__
-from scv.commands.ending import QUICK_EXIT, exit_on_error, quick_exit
-from scv.commands.plain import freeze_start_up
 from scv.core.errors import ScvError
+from scv.lifecycle import QUICK_EXIT, exit_on_error, freeze_start_up, quick_exit
 
 
 class ScvGroup(click.Group):

@@ -1,4 +1,4 @@
-"""scv/commands/plain_argv.py reads `scv exec` and `scv tool` lines without click: every line it
+"""scv/plain_argv.py reads `scv exec` and `scv tool` lines without click: every line it
 reads, click reads alike (same parameters, same values); every line click refuses, it leaves to
 click; and the lines scripts write are read by it, not left to click."""
 
@@ -10,7 +10,7 @@ from hypothesis import example, given, settings, strategies as st
 
 from scv.commands.exec import exec_command
 from scv.commands.exec_run import SIGNATURE as EXEC_SIGNATURE
-from scv.commands.plain_argv import read
+from scv.plain_argv import read
 from scv.commands.tool import tool_command
 from scv.commands.tool_run import SIGNATURE as TOOL_SIGNATURE
 from scv.commands.tools import tools_command

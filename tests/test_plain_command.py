@@ -1,4 +1,4 @@
-"""A plain `scv exec` or `scv tool` line runs without click (scv/commands/plain.py) and ends as
+"""A plain `scv exec`, `scv tool` or `scv tools` line runs without click (scv/entry.py) and ends as
 the same command read by click does: the same output, the same sentence on stderr, the same exit
 status. Each pair below runs a real process both ways; `-C.` (a joined short option) is a line
 only click reads."""

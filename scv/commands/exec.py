@@ -1,5 +1,5 @@
 """`scv exec PROMPT` for click: the options and their help. The run itself is
-scv/commands/exec_run.py, which a plain command line reaches without click (scv/commands/plain.py)."""
+scv/commands/exec_run.py, which a plain command line reaches without click (scv/entry.py)."""
 
 from pathlib import Path
 

@@ -16,8 +16,8 @@ from typing import Any, Callable, NoReturn
 
 import msgspec
 
-from scv.commands.ending import say
-from scv.commands.plain_argv import Option, Signature, file_path, positive_float, positive_int, text
+from scv.lifecycle import say
+from scv.plain_argv import Option, Signature, file_path, positive_float, positive_int, text
 from scv.core import events as ev
 from scv.core.cancellation import Cancellation
 from scv.core.limits import usage_line
@@ -38,7 +38,7 @@ from scv.tools.registry import executor_modules, load_call_modules
 
 OTHER_STOP_WAIT = 1.0                   # waiting on the model or a person: nothing to stop
 
-# scv/commands/exec.py's parameters, for scv/commands/plain.py (tests/test_plain_argv.py checks
+# scv/commands/exec.py's parameters, for scv/entry.py (tests/test_plain_argv.py checks
 # they are click's).
 SIGNATURE = Signature(arguments=("prompt",), required=0, options=(
     Option("script", ("--script",), file_path),

@@ -1,5 +1,5 @@
 """`scv tool NAME [ARGS_JSON]` for click: the arguments and their help. The run itself is
-scv/commands/tool_run.py, which a plain command line reaches without click (scv/commands/plain.py)."""
+scv/commands/tool_run.py, which a plain command line reaches without click (scv/entry.py)."""
 
 import click
 

@@ -5,15 +5,15 @@ reading."""
 import sys
 from typing import NoReturn
 
-from scv.commands.ending import say
+from scv.lifecycle import say
 from scv.commands.output import emit_json
-from scv.commands.plain_argv import Option, Signature, text
+from scv.plain_argv import Option, Signature, text
 from scv.core.errors import RefusedError, ScvError, interrupted_exit
 from scv.supervision.supervisor import Supervisor
 from scv.tools.catalog import executor_module
 
 
-# scv/commands/tool.py's parameters, for scv/commands/plain.py (tests/test_plain_argv.py checks
+# scv/commands/tool.py's parameters, for scv/entry.py (tests/test_plain_argv.py checks
 # they are click's).
 SIGNATURE = Signature(arguments=("name", "args_json"), required=1, options=(
     Option("workspace", ("-C", "--workspace"), text),

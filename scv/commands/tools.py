@@ -1,5 +1,5 @@
 """`scv tools` for click: the options and their help. The run itself is scv/commands/tools_run.py,
-which a plain command line reaches without click (scv/commands/plain.py)."""
+which a plain command line reaches without click (scv/entry.py)."""
 
 import click
 

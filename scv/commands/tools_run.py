@@ -4,15 +4,15 @@ scv/commands/tools.py declares the command for click; SIGNATURE is the same for 
 import functools
 import sys
 
-from scv.commands.ending import say
+from scv.lifecycle import say
 from scv.commands.output import emit_json
-from scv.commands.plain_argv import Option, Signature, text
+from scv.plain_argv import Option, Signature, text
 from scv.config.load import scv_home
 from scv.core.errors import ScvError
 from scv.session.context import load_context
 
 
-# scv/commands/tools.py's parameters, for scv/commands/plain.py (tests/test_plain_argv.py checks
+# scv/commands/tools.py's parameters, for scv/entry.py (tests/test_plain_argv.py checks
 # they are click's).
 SIGNATURE = Signature(arguments=(), required=0, options=(
     Option("workspace", ("-C", "--workspace"), text),

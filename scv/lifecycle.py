@@ -1,7 +1,9 @@
-"""How a command ends, on either reading of its command line (click's, or scv/commands/plain.py's
-without click): its lines to stdout or stderr, SCV's errors as one sentence and their exit status,
-and a quick exit for a command whose work is over."""
+"""What a command's process does alike on either reading of its command line (click's in
+scv/cli.py, or the plain one in scv/entry.py): the collector frozen once the command is loaded,
+its lines to stdout or stderr, SCV's errors as one sentence and their exit status, and a quick
+exit for a command whose work is over."""
 
+import gc
 import os
 import sys
 from typing import NoReturn
@@ -42,3 +44,12 @@ def quick_exit(code: object) -> NoReturn:
         except (OSError, ValueError):
             pass
     os._exit(code if isinstance(code, int) else int(code is not None))
+
+
+def freeze_start_up() -> None:
+    """The collector is off during start-up (scv/__main__.py); once the command is loaded, what
+    start-up made lives as long as the process: frozen, no collection walks it (nor writes to
+    pages a fork shares)."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
