@@ -16,16 +16,16 @@ from typing import Any, Callable, NoReturn
 
 import msgspec
 
-from scv.lifecycle import say
-from scv.plain_argv import Option, Signature, file_path, positive_float, positive_int, text
 from scv.core import events as ev
 from scv.core.cancellation import Cancellation
-from scv.core.limits import usage_line
 from scv.core.errors import (EXIT_FAILED, EXIT_LIMIT, EXIT_OK, EXIT_SCHEMA_INVALID, EXIT_TIMEOUT, EXIT_USAGE, RefusedError, ScvError,
                              UsageError, interrupted_exit)
+from scv.core.limits import usage_line
 from scv.core.risk import Risk
 from scv.core.signals import on_stop_signals
 from scv.core.stopping import SETTLE_SECONDS
+from scv.lifecycle import say
+from scv.plain_argv import Option, Signature, file_path, positive_float, positive_int, text
 from scv.providers.factory import build_provider
 from scv.session.context import load_context
 from scv.session.session import Session

@@ -5,10 +5,10 @@ reading."""
 import sys
 from typing import NoReturn
 
-from scv.lifecycle import say
 from scv.commands.output import emit_json
-from scv.plain_argv import Option, Signature, text
 from scv.core.errors import RefusedError, ScvError, interrupted_exit
+from scv.lifecycle import say
+from scv.plain_argv import Option, Signature, text
 from scv.supervision.supervisor import Supervisor
 from scv.tools.catalog import executor_module
 

@@ -4,11 +4,11 @@ scv/commands/tools.py declares the command for click; SIGNATURE is the same for 
 import functools
 import sys
 
-from scv.lifecycle import say
 from scv.commands.output import emit_json
-from scv.plain_argv import Option, Signature, text
 from scv.config.load import scv_home
 from scv.core.errors import ScvError
+from scv.lifecycle import say
+from scv.plain_argv import Option, Signature, text
 from scv.session.context import load_context
 
 
