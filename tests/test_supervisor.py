@@ -146,9 +146,11 @@ def test_no_descriptor_or_process_leaks_across_a_thousand_calls(runner, workspac
     processes_before = len(REAL.descendants(supervisor.fork_point_pid))
     for _ in range(1000):
         assert runner.run(prepared).ok
-    # The last worker's pipes close as it exits: on a loaded machine that may take a moment.
-    _settle(lambda: _fds() == before)
-    assert _fds() == before
+    # The last worker's pipes close as it exits: on a loaded machine that may take a moment. Fewer
+    # is no leak: what earlier tests left (a job, a live worker) may close its pipes meanwhile (a
+    # CI run saw 273 against 276); a leak of a call's pipes would show a thousand times over.
+    _settle(lambda: _fds() <= before)
+    assert _fds() <= before
     # The fork point holds one socket per spare worker: its count moves by one as spares come and go.
     _settle(lambda: _fds(supervisor.fork_point_pid) <= fork_point_before + 1)
     assert _fds(supervisor.fork_point_pid) <= fork_point_before + 1
