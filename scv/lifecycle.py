@@ -47,7 +47,7 @@ def quick_exit(code: object) -> NoReturn:
 
 
 def freeze_start_up() -> None:
-    """The collector is off during start-up (scv/__main__.py); once the command is loaded, what
+    """The collector is off during start-up (scv/entry.py); once the command is loaded, what
     start-up made lives as long as the process: frozen, no collection walks it (nor writes to
     pages a fork shares)."""
     if not gc.isenabled():

@@ -1,6 +1,6 @@
 """A command line in its plain form, read without click: `scv exec PROMPT --json`, `scv tool NAME
 ARGS` and `scv tools` as scripts and CI write them (scv/entry.py runs them). Loading click costs
-a short command about a fifth of its start-up, so these lines are read here; anything not read
+a short command about 20 ms of its start-up, so these lines are read here; anything not read
 exactly as click reads it (help, a value click would refuse or convert otherwise, an unknown or
 repeated option, `--`, short options joined) gives None, and click reads the line instead, with
 its own messages.
