@@ -24,6 +24,7 @@ import select
 import selectors
 import signal
 import socket
+import sys
 from collections.abc import Iterator
 
 from scv.core import stopping
@@ -166,15 +167,23 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True, ga
 class _Importer:
     """Imports the preload one module at a time. A closing supervisor sends SIGUSR1 so that a long
     import (the web executors load lxml) does not hold its process's exit: the import underway
-    is abandoned, and the fork point goes on to see the socket's EOF."""
+    is abandoned, and the fork point goes on to see the socket's EOF.
+
+    Where the handler's exception lands in code that cannot raise (a weakref callback, such as the
+    one importlib sets on each module lock, or a `__del__`), Python drops it: the import then runs
+    to its end, and `load` still reports it abandoned, without the "Exception ignored" report that
+    would otherwise reach the user's stderr (tests/test_supervisor.py)."""
 
     def __init__(self):
         self._busy = False
+        self._abandoned = False
         signal.signal(signal.SIGUSR1, self._on_usr1)
+        sys.unraisablehook = _unless_abandoning
 
     def _on_usr1(self, signum, frame) -> None:
         if self._busy:
             self._busy = False          # raised once: never again inside `load`'s except clause
+            self._abandoned = True
             raise _PreloadAbandoned()
 
     def load(self, name: str) -> bool:
@@ -185,7 +194,12 @@ class _Importer:
             self._busy = False
         except _PreloadAbandoned:
             return False
-        return True
+        return not self._abandoned
+
+
+def _unless_abandoning(unraisable) -> None:
+    if not isinstance(unraisable.exc_value, _PreloadAbandoned):
+        sys.__unraisablehook__(unraisable)
 
 
 def _preload(preload: list[str], gate: int | None, importer: _Importer) -> "collections.deque[str]":
