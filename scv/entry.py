@@ -26,9 +26,25 @@ def main() -> None:
     # Start-up creates tens of thousands of objects and no garbage worth a collection; the
     # collector comes back on once the command to run is loaded (freeze_start_up).
     gc.disable()
+    import_msgspec_alone()
     run_plain(sys.argv[1:])
     from scv.cli import main as click_main
     click_main(prog_name="scv")
+
+
+def import_msgspec_alone() -> None:
+    """Imports msgspec without typing_extensions, where another package installed it (pydantic,
+    OpenTelemetry and the MCP SDK do): msgspec then takes `get_type_hints`, `Required` and
+    `NotRequired` from `typing`, the same for SCV's Structs (which use `typing` alone), and the
+    command skips typing_extensions' import of inspect, ast, dis and tokenize (about 0.7x a bare
+    interpreter here). Anything imported later, the OpenTelemetry extra, still gets typing_extensions."""
+    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
+        return
+    sys.modules["typing_extensions"] = None        # `import typing_extensions` fails while set
+    try:
+        importlib.import_module("msgspec")
+    finally:
+        del sys.modules["typing_extensions"]
 
 
 def run_plain(argv: list[str]) -> None:

@@ -79,7 +79,8 @@ def test_exec_sends_the_first_request_before_the_heavy_imports(tmp_path, workspa
     assert "scv.providers.openai_responses" in modules and "scv.tools.bash" in modules    # the request was built
     heavy = [name for name in modules
              if name.split(".")[0] in ("requests", "urllib3", "chardet", "charset_normalizer", "lxml", "readability",
-                                       "ctypes", "workers", "email", "ssl", "click")   # a plain line: no click
+                                       "ctypes", "workers", "email", "ssl", "click",   # a plain line: no click
+                                       "typing_extensions", "inspect")     # msgspec imported alone (scv/entry.py)
              or name in ("http.client", "encodings.idna")          # read the answer; an ASCII host needs no idna
              or name.startswith(("scv.delegations", "scv.tools.web_executor"))
              # What only a call or an offered tool needs: built as Structs, not dataclasses; compression
@@ -96,7 +97,8 @@ def test_tool_read_imports_no_agent_web_or_job_code(tmp_path, workspace):
     assert code == 0 and json.loads(out)["content"] == "fine\n"
     assert "scv.tools.read" in modules          # the real path ran
     unwanted = [name for name in modules
-                if name.split(".")[0] in ("requests", "lxml", "readability", "jsonschema", "click")
+                if name.split(".")[0] in ("requests", "lxml", "readability", "jsonschema", "click",
+                                          "typing_extensions", "inspect")
                 or name.startswith(("scv.tools.agent.tool", "scv.tools.web_", "scv.jobs", "scv.agents.session",
                                     "scv.skills.index"))]
     assert unwanted == []
@@ -107,7 +109,8 @@ def test_tools_lists_from_the_catalog_without_the_tool_contract(tmp_path, worksp
     assert code == 0 and out.startswith("read ")
     assert "scv.tools.catalog" in modules and "scv.tools.context" in modules        # the real path ran
     assert [name for name in modules if name in ("scv.tools.base", "scv.tools.registry", "scv.core.messages")
-            or name.startswith(("scv.tools.read", "scv.tools.bash", "scv.telemetry", "click"))] == []
+            or name.startswith(("scv.tools.read", "scv.tools.bash", "scv.telemetry", "click", "typing_extensions",
+                                "inspect"))] == []
 
 def test_help_imports_no_command_module(tmp_path):
     code, modules, out = modules_after(tmp_path, "--help", cwd=tmp_path)
@@ -201,3 +204,33 @@ def test_exec_traced_imports_opentelemetry(tmp_path, workspace):
                                        env=_otel_env(OTEL_EXPORTER_OTLP_ENDPOINT=CLOSED))
     assert code == 0 and out.strip() == "done"
     assert "scv.telemetry.otel" in modules and "opentelemetry.sdk.trace" in modules
+
+
+MSGSPEC_ALONE = """
+import sys
+from scv.entry import import_msgspec_alone
+import_msgspec_alone()
+assert "msgspec" in sys.modules and "typing_extensions" not in sys.modules
+import typing
+import msgspec
+import typing_extensions        # what the OpenTelemetry extra imports later
+class Plain(typing.TypedDict):
+    a: int
+    b: typing.NotRequired[int]
+class Extended(typing_extensions.TypedDict):
+    a: int
+    b: typing_extensions.NotRequired[int]
+for kind in (Plain, Extended):
+    print(msgspec.json.decode(b'{"a": 1}', type=kind), end=" ")
+    try:
+        msgspec.json.decode(b'{"b": 1}', type=kind)
+    except msgspec.ValidationError as err:
+        print(err)
+"""
+
+
+def test_msgspec_imported_alone_still_reads_typed_dicts_and_leaves_typing_extensions_importable():
+    pytest.importorskip("typing_extensions")
+    proc = subprocess.run([sys.executable, "-c", MSGSPEC_ALONE], capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout.splitlines() == ["{'a': 1} Object missing required field `a`"] * 2
