@@ -36,10 +36,9 @@ PR_SET_CHILD_SUBREAPER = 36
 MAX_PACKET = 65536
 SPARES = 2
 # Each child's pidfd, in the loop's selector, says when it has exited: it stays readable until the
-# child is reaped, a state the loop sees whenever it looks rather than one signal's byte it must not
-# miss (with SIGCHLD's wake-up byte, about 1 run in 170 of the supervisor tests left a worker a
-# zombie of an idle fork point asleep in its wait). The periodic reap is a backstop, for a child
-# whose pidfd could not be opened.
+# child is reaped, so no exit can be missed the way a SIGCHLD wake-up byte was (about 1 run in 170
+# of the supervisor tests left a worker a zombie of an idle fork point, asleep with no byte to read).
+# The periodic reap is a backstop only, for a child whose pidfd could not be opened.
 REAP_AT_LEAST_EVERY = 2.0
 
 
