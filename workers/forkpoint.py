@@ -35,10 +35,14 @@ from workers import runtime
 PR_SET_CHILD_SUBREAPER = 36
 MAX_PACKET = 65536
 SPARES = 2
-# Each child's pidfd, in the loop's selector, says when it has exited: it stays readable until the
-# child is reaped, so no exit can be missed the way a SIGCHLD wake-up byte was (about 1 run in 170
-# of the supervisor tests left a worker a zombie of an idle fork point, asleep with no byte to read).
-# The periodic reap is a backstop only, for a child whose pidfd could not be opened.
+# SIGCHLD's byte in the wake-up pipe reaps a finished worker at once. Once in about a dozen suite
+# runs a worker stayed a zombie of an idle fork point for over 10 s, and no path that loses that
+# wake-up has been found (CPython writes the byte from its C handler whatever the thread, a full
+# pipe stays readable, the handler is set before the first fork and never replaced, every child is
+# registered before the loop waits, nothing here waits on a pidfd): an idle fork point also reaps
+# this often, so such a zombie cannot outlive the interval. A zombie this cannot collect is one
+# whose other threads are still exiting (waitpid does not return it yet), or a stopped or blocked
+# fork point: tests/test_supervisor.py's leak test names the thread count, state and wait channel.
 REAP_AT_LEAST_EVERY = 2.0
 
 
@@ -155,10 +159,6 @@ def serve(sock: socket.socket, preload: list[str], refill_spare: bool = True, ga
     no message waits: a call that comes meanwhile is served at once by a spare without the
     preload (its worker imports what it needs), and the spares are forked again once it is done."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # Not the supervisor's process's: its SIGCHLD handler reaps children outside its process group,
-    # which here are the workers (each leads its own), and its wake-up descriptor is its own pipe.
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    signal.set_wakeup_fd(-1)
     os.setpgid(0, 0)
     importer = _Importer()
     _ForkPoint(sock, _preload(preload, gate, importer), refill_spare, importer).run()
@@ -219,37 +219,30 @@ def _preload(preload: list[str], gate: int | None, importer: _Importer) -> "coll
     return pending
 
 
-class _Workers:
-    """The fork point's children: the spares waiting for a call and the workers running one, each
-    watched through its pidfd in the fork point's selector (its key's data is the pid)."""
+def _drain(wake_r: int) -> None:
+    try:
+        os.read(wake_r, 4096)
+    except BlockingIOError:
+        pass
 
-    def __init__(self, inherited: list, wanted: int, sel: selectors.BaseSelector):
+
+class _Workers:
+    """The fork point's children: the spares waiting for a call and the workers running one."""
+
+    def __init__(self, inherited: list, wanted: int):
         self.inherited = inherited      # the fork point's own ends, which no spare keeps
         self.wanted = wanted
-        self.sel = sel
         self.children: dict[int, str | None] = {}      # pid -> call id (None: a spare)
-        self.pidfds: dict[int, int] = {}                # pid -> its pidfd, until it is reaped
         self.spares: collections.deque[_Spare] = collections.deque()      # oldest (readiest) first
 
     def _new_spare(self, prepare: str = "", plan: dict | None = None) -> _Spare | None:
         try:
-            # The other spares' sockets and every child's pidfd too: each spare must see its own
-            # socket's EOF, and holds no handle on its siblings.
-            spare = _fork_spare(self.inherited + [other.sock for other in self.spares] + list(self.pidfds.values()),
-                                prepare, plan)
+            # The other spares' sockets too: each spare must see its own socket's EOF.
+            spare = _fork_spare(self.inherited + [other.sock for other in self.spares], prepare, plan)
         except OSError:
             return None
         self.children[spare.pid] = None
-        try:
-            pidfd = os.pidfd_open(spare.pid)
-        except OSError:
-            return spare            # watched by the periodic reap alone
-        self.pidfds[spare.pid] = pidfd
-        self.sel.register(pidfd, selectors.EVENT_READ, spare.pid)
         return spare
-
-    def exit_fds(self) -> list[int]:
-        return list(self.pidfds.values())
 
     def fill(self, prepare: str = "", plan: dict | None = None) -> None:
         """Spares up to the number wanted; the next one readied like the call just handed over
@@ -298,10 +291,6 @@ class _Workers:
             if pid == 0:
                 return
             call_id = self.children.pop(pid, None)
-            pidfd = self.pidfds.pop(pid, None)
-            if pidfd is not None:
-                self.sel.unregister(pidfd)
-                os.close(pidfd)
             for spare in [spare for spare in self.spares if spare.pid == pid]:
                 # A spare killed while it waited (the OOM killer, a stray signal): never hand it a call.
                 self.spares.remove(spare)
@@ -311,8 +300,8 @@ class _Workers:
 
 
 class _ForkPoint:
-    """The loop: a call's request, a child's exit (its pidfd) and, while the gated preload lasts,
-    the next module to import when neither waits."""
+    """The loop: a call's request, a child's exit (SIGCHLD's byte in the wake-up pipe) and, while
+    the gated preload lasts, the next module to import when neither waits."""
 
     def __init__(self, sock: socket.socket, pending: "collections.deque[str]", refill_spare: bool,
                  importer: _Importer):
@@ -320,9 +309,13 @@ class _ForkPoint:
         self.importer = importer
         self.pending = pending
         self.refill_spare = refill_spare
+        self.wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
         self.sel = selectors.DefaultSelector()
         self.sel.register(sock, selectors.EVENT_READ)
-        self.workers = _Workers([sock, self.sel], SPARES if refill_spare else 1, self.sel)
+        self.sel.register(self.wake_r, selectors.EVENT_READ)
+        self.workers = _Workers([sock, self.wake_r, wake_w, self.sel], SPARES if refill_spare else 1)
 
     def run(self) -> None:
         self.workers.fill()
@@ -332,7 +325,7 @@ class _ForkPoint:
                 self._preload_next()
                 continue
             for key, _ in ready:
-                if key.data is not None:        # a child's pidfd: it has exited
+                if key.fd == self.wake_r:
                     self._on_child_exit()
                 elif not self._on_request():
                     self._shutdown()
@@ -347,6 +340,7 @@ class _ForkPoint:
                 pass
 
     def _on_child_exit(self) -> None:
+        _drain(self.wake_r)
         self._reap()
         if self.refill_spare:
             self.workers.fill()      # in place of a spare that died waiting
@@ -383,11 +377,9 @@ class _ForkPoint:
             self.workers.fill()
 
     def _until_a_child_exits(self, seconds: float) -> None:
-        # The shutdown ends when the last worker does.
-        poll = select.poll()
-        for pidfd in self.workers.exit_fds():
-            poll.register(pidfd, select.POLLIN)
-        poll.poll(seconds * 1000)
+        # SIGCHLD writes to the wake-up pipe: the shutdown ends when the last worker does.
+        if select.select([self.wake_r], [], [], seconds)[0]:
+            _drain(self.wake_r)
 
     def _shutdown(self) -> None:
         self.workers.drop_spares()
