@@ -308,3 +308,36 @@ def test_an_abandoned_preload_says_nothing_where_python_drops_the_signal(tmp_pat
     assert (done.returncode, done.stderr) == (0, "")
     assert (tmp_path / "started").exists()
     assert not is_running(int(done.stdout))
+
+
+_INHERITED_SIGCHLD_HANDLER = """
+import os, signal
+from scv.supervision.supervisor import Supervisor
+from tests.test_supervisor import run
+def reap_every_child(signum, frame):
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+signal.signal(signal.SIGCHLD, reap_every_child)     # as `Supervisor.adopt_orphans` sets one
+sup = Supervisor(preload=[])
+try:
+    for n in range(3):
+        result = run(sup, "tests.crashy:echo", {"n": n})
+        assert result.ok and result.value == {"echo": {"n": n}}, result
+    result = run(sup, "tests.crashy:silent_exit")
+    print(result.ok, result.value["exit_status"])
+finally:
+    sup.close()
+"""
+
+
+def test_the_fork_point_reaps_its_workers_whatever_handler_its_parent_set(tmp_path):
+    """The fork point is forked from the command's process, whose SIGCHLD handler (one that reaps
+    any child, as adopt_orphans sets) would otherwise reap the workers behind the fork point's back:
+    a worker's exit status must still reach the supervisor."""
+    done = subprocess.run([sys.executable, "-c", _INHERITED_SIGCHLD_HANDLER], cwd=Path(__file__).parent.parent,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "False exit status 3\n"
