@@ -231,6 +231,6 @@ for kind in (Plain, Extended):
 
 def test_msgspec_imported_alone_still_reads_typed_dicts_and_leaves_typing_extensions_importable():
     pytest.importorskip("typing_extensions")
-    proc = subprocess.run([sys.executable, "-c", MSGSPEC_ALONE], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", MSGSPEC_ALONE], env=scv_env(), capture_output=True, text=True, timeout=60)
     assert (proc.returncode, proc.stderr) == (0, "")
     assert proc.stdout.splitlines() == ["{'a': 1} Object missing required field `a`"] * 2
