@@ -317,9 +317,9 @@ from tests.test_supervisor import run
 def reap_every_child(signum, frame):
     try:
         while os.waitpid(-1, os.WNOHANG)[0] > 0:
-            pass
+            continue
     except ChildProcessError:
-        pass
+        return          # no child left
 signal.signal(signal.SIGCHLD, reap_every_child)     # as `Supervisor.adopt_orphans` sets one
 sup = Supervisor(preload=[])
 try:
