@@ -34,10 +34,11 @@ def main() -> None:
 
 def import_msgspec_alone() -> None:
     """Imports msgspec without typing_extensions, which every SCV environment has (jsonschema's
-    `referencing` requires it; pydantic, OpenTelemetry and the MCP SDK too): msgspec then takes `get_type_hints`, `Required` and
-    `NotRequired` from `typing`, the same for SCV's Structs (which use `typing` alone), and the
-    command skips typing_extensions' import of inspect, ast, dis and tokenize (about 0.7x a bare
-    interpreter here). Anything imported later, the OpenTelemetry extra, still gets typing_extensions."""
+    `referencing` requires it; pydantic, OpenTelemetry and the MCP SDK too): msgspec then takes
+    `get_type_hints`, `Required` and `NotRequired` from `typing`, the same for SCV's Structs (which
+    use `typing` alone), and the command skips typing_extensions' import of inspect, ast, dis and
+    tokenize (about 0.7x a bare interpreter here). Anything imported later, the OpenTelemetry
+    extra, still gets typing_extensions."""
     if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
         return
     sys.modules["typing_extensions"] = None        # `import typing_extensions` fails while set

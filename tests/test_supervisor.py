@@ -6,7 +6,6 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -14,6 +13,7 @@ from scv.core.cancellation import Cancellation
 from scv.core.messages import Call
 from scv.core.oscalls import REAL, is_running, start_time
 from scv.supervision.supervisor import Supervisor
+from tests.conftest import scv_env
 from tests.fakes import settle as _settle
 
 
@@ -284,7 +284,7 @@ import select, sys, time
 from pathlib import Path
 from scv.supervision.supervisor import Supervisor
 folder = Path(sys.argv[1])
-sup = Supervisor(preload=["tests.slow_import_in_callback"], gated=sys.argv[2] == "gated")
+sup = Supervisor(preload=["tests.slow_import"], gated=sys.argv[2] == "gated")
 sup.release()
 deadline = time.monotonic() + 60
 while not (folder / "started").exists() and time.monotonic() < deadline:
@@ -300,11 +300,9 @@ def test_an_abandoned_preload_says_nothing_where_python_drops_the_signal(tmp_pat
     weakref callback: importlib sets one on every module lock). The user's stderr must not get
     Python's "Exception ignored" report (a CI run of `scv exec` printed one), and the fork point
     still exits with the supervisor."""
-    env = {**os.environ, "SCV_SLOW_IMPORT_DIR": str(tmp_path)}
+    env = scv_env(SCV_SLOW_IMPORT_DIR=str(tmp_path), SCV_SLOW_IMPORT_IN_CALLBACK="1")
     done = subprocess.run([sys.executable, "-c", _CLOSE_WHILE_PRELOADING, str(tmp_path),
-                           "gated" if gated else "at-once"],
-                          cwd=Path(__file__).parent.parent, env=env, capture_output=True, text=True,
-                          timeout=120)
+                           "gated" if gated else "at-once"], env=env, capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr) == (0, "")
     assert (tmp_path / "started").exists()
     assert not is_running(int(done.stdout))
@@ -333,11 +331,11 @@ finally:
 """
 
 
-def test_the_fork_point_reaps_its_workers_whatever_handler_its_parent_set(tmp_path):
+def test_the_fork_point_reaps_its_workers_whatever_handler_its_parent_set():
     """The fork point is forked from the command's process, whose SIGCHLD handler (one that reaps
     any child, as adopt_orphans sets) would otherwise reap the workers behind the fork point's back:
     a worker's exit status must still reach the supervisor."""
-    done = subprocess.run([sys.executable, "-c", _INHERITED_SIGCHLD_HANDLER], cwd=Path(__file__).parent.parent,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", _INHERITED_SIGCHLD_HANDLER], env=scv_env(), capture_output=True,
+                          text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "False exit status 3\n"
