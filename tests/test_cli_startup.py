@@ -3,9 +3,12 @@ web or job code; `scv --help` lists the commands without importing them; `scv ex
 first model request before the heavy libraries and the deferred start-up work are imported.
 Checked in a fresh interpreter that runs the real command, then reports its sys.modules."""
 
+import ast
+import importlib.util
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
@@ -86,9 +89,46 @@ def test_exec_sends_the_first_request_before_the_heavy_imports(tmp_path, workspa
              # What only a call or an offered tool needs: built as Structs, not dataclasses; compression
              # (shutil), json and the sandbox's planning load once the request is out.
              or name in ("dataclasses", "shutil", "json", "traceback", "scv.structured", "scv.sandbox.choose")
-             # Tools this session does not offer (no agent installed, no chat): their specs stay out.
-             or name.startswith(("scv.chat", "scv.tools.agent", "scv.tools.chat_", "scv.tools.read_skill"))]
+             # Tools this session does not offer (no agent installed, no chat): their specs stay out,
+             # and so do the conversation and job tables (a job is an agent call).
+             or name.startswith(("scv.chat", "scv.tools.agent", "scv.tools.chat_", "scv.tools.read_skill",
+                                 "scv.jobs", "scv.agents.conversations", "scv.agents.idle_reaper"))
+             # What web_fetch's checks need: loaded once the request is out (ToolSpec.call_modules).
+             or name in ("scv.core.web.urls", "scv.core.web.addresses")]
     assert heavy == []
+    # A regular expression compiled as a module loads costs about 0.1 to 0.25 ms each: the modules
+    # loaded by then leave theirs to `re`'s own cache, compiled on first use.
+    assert [name for name in modules if name.startswith("scv") and compiles_a_pattern_on_import(source_of(name))] == []
+
+
+def source_of(module_name: str) -> str:
+    return Path(importlib.util.find_spec(module_name).origin).read_text()
+
+
+def compiles_a_pattern_on_import(source: str) -> bool:
+    """Whether the module's top level or a class body calls re.compile."""
+    pending = list(ast.parse(source).body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue            # runs when called, not when the module loads
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "compile"
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "re"):
+            return True
+        pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+@pytest.mark.parametrize("source, compiles", [
+    ("import re\nNAME = re.compile(r'[a-z]+')\n", True),
+    ("import re\nRULES = [(re.compile('a'), 'hint')]\n", True),
+    ("import re\nclass Names:\n    NAME = re.compile('[a-z]+')\n", True),
+    ("import re\nNAME = r'[a-z]+'\ndef ok(name):\n    return re.fullmatch(NAME, name)\n", False),
+    ("import re\ndef pattern():\n    return re.compile('[a-z]+')\n", False),
+    ("import re\ncheck = lambda name: re.compile('[a-z]+').fullmatch(name)\n", False),
+])
+def test_the_pattern_check_tells_import_time_from_call_time(source, compiles):
+    assert compiles_a_pattern_on_import(source) is compiles
 
 
 def test_tool_read_imports_no_agent_web_or_job_code(tmp_path, workspace):

@@ -6,7 +6,10 @@ import threading
 import msgspec
 import pytest
 
-from scv.config.load import load_config
+from scv.agents.offered import OfferedAgent
+from scv.agents.session import open_agent_session
+from scv.config.load import load_config, scv_home
+from scv.core.agents.descriptors import DESCRIPTORS
 from scv.core.cancellation import Cancellation
 from scv.core.messages import Result
 from scv.core.progress import ProgressThrottle
@@ -45,7 +48,9 @@ def test_a_queued_turn_carries_its_origin(supervisor, workspace):
 
 
 def test_a_queued_turn_or_outstanding_jobs_keep_a_one_shot_client_open(supervisor, workspace):
-    session, _ = make_session(supervisor, workspace, [])
+    agents = open_agent_session(load_config(workspace), scv_home())
+    agents.offered["codex"] = OfferedAgent(DESCRIPTORS["codex"], "/bin/false")    # a job table needs an agent
+    session, _ = make_session(supervisor, workspace, [], agents=agents)
     assert not session.held()
     session.queue_turn("report", {"kind": "test"})
     assert session.held()
@@ -250,3 +255,14 @@ def test_relayed_approval_follows_policy_and_client(supervisor, workspace, scv_h
     _tool_call(session, "turn-1", ToolCall(id="c", name="read", arguments='{"path": "x"}'), Cancellation(), NO_SPAN)
     assert relayed == [expected]
     assert asked == ([("bash", "process", "nested")] if policy == "on-risk" else [])
+
+
+def test_a_session_that_offers_no_agent_keeps_no_job_table_and_makes_its_conversations_on_demand(supervisor,
+                                                                                                   workspace):
+    agents = open_agent_session(load_config(workspace), scv_home())
+    agents.offered.clear()
+    session, _ = make_session(supervisor, workspace, [], agents=agents)
+    assert session.jobs is None and agents.made is None
+    assert not {"agent", "agent_wait", "agent_status", "agent_cancel"} & set(session.registry.names())
+    session.close()
+    assert agents.conversations.closed      # made after the end: closed at once, so nothing can start in it

@@ -32,7 +32,7 @@ import msgspec
 from scv.core.errors import RefusedError
 from scv.core.states import Moves
 
-_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_SAFE_ID = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
 
 
 class ConversationState(enum.Enum):
@@ -86,7 +86,7 @@ class Conversation(msgspec.Struct):
 
 def write_marker(folder: Path, vendor_id: str, handle: str, agent: str) -> Path | None:
     """Atomically writes the marker (mode 0600 in a 0700 folder); None for an unusable id."""
-    if not _SAFE_ID.fullmatch(vendor_id):
+    if not re.fullmatch(_SAFE_ID, vendor_id):
         return None
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     # PID and start time of the owning SCV process: a reused PID never keeps a dead marker alive.
@@ -211,7 +211,7 @@ class Conversations:
         conversation.move(ConversationState.FORGOTTEN)  # -> FORGOTTEN: nothing continues it
         if conversation.live is not None:
             conversation.live.close()
-        if conversation.vendor_id and _SAFE_ID.fullmatch(conversation.vendor_id):
+        if conversation.vendor_id and re.fullmatch(_SAFE_ID, conversation.vendor_id):
             try:
                 (self.markers / conversation.vendor_id).unlink()
             except FileNotFoundError:

@@ -163,16 +163,16 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path} is not valid TOML ({exc}); fix the file") from None
 
 
-_AT = re.compile(r" - at `\$\.?(?P<at>[^`]*)`$")
-_UNKNOWN = re.compile(r"^Object contains unknown field `(?P<field>[^`]+)`")
+_AT = r" - at `\$\.?(?P<at>[^`]*)`$"
+_UNKNOWN = r"^Object contains unknown field `(?P<field>[^`]+)`"
 
 
 def _explain(exc: msgspec.ValidationError, path: Path, within: str = "") -> ConfigError:
     text = str(exc)
-    at_match = _AT.search(text)
+    at_match = re.search(_AT, text)
     at = ".".join(filter(None, [within, at_match.group("at") if at_match else ""]))
     message = text[: at_match.start()] if at_match else text
-    unknown = _UNKNOWN.match(message)
+    unknown = re.match(_UNKNOWN, message)
     if unknown:
         key = ".".join(filter(None, [at, unknown.group("field")]))
         return ConfigError(f"{path}: unknown key {key}; remove it or check its spelling")

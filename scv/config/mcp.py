@@ -13,8 +13,8 @@ from msgspec import Meta
 
 from scv.core.errors import ConfigError
 
-NAME = re.compile(r"[a-z0-9_-]{1,32}")
-_VARIABLE = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)\}|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))")
+NAME = r"[a-z0-9_-]{1,32}"
+_VARIABLE = r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)\}|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))"
 RiskName = Literal["read_only", "filesystem", "process", "network", "delegate"]
 
 
@@ -97,7 +97,7 @@ def _key(name: str, err: msgspec.ValidationError) -> str:
 
 
 def _check_name(name: str, where: str) -> None:
-    if not NAME.fullmatch(name) or "__" in name:
+    if not re.fullmatch(NAME, name) or "__" in name:
         raise ConfigError(f"{where}: mcp_servers.{name} is not a valid server name; use 1-32 of a-z, 0-9, _ and - "
                           "without a double underscore")
 
@@ -120,7 +120,7 @@ def resolve(name: str, entry: McpServerConfig, where: str) -> McpServer:
                           "path or a name on PATH")
     env = {}
     for key, value in entry.env.items():
-        whole = _VARIABLE.fullmatch(value)
+        whole = re.fullmatch(_VARIABLE, value)
         if whole is None:
             env[key] = value
             continue

@@ -9,7 +9,7 @@ from msgspec import Meta
 
 
 MiB = 1 << 20
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
 class WebConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -29,7 +29,7 @@ class WebConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         # msgspec turns these ValueErrors into validation errors naming the `web` table.
         if self.search == "searxng" or self.auto_approve_domains:
             self._check_addresses()
-        if not _ENV_NAME.match(self.brave_api_key_env):
+        if not re.match(_ENV_NAME, self.brave_api_key_env):
             raise ValueError(f"brave_api_key_env {self.brave_api_key_env!r} is not a variable name")
 
     def _check_addresses(self) -> None:

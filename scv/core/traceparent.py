@@ -16,7 +16,7 @@ TRACEPARENT = "TRACEPARENT"
 TRACESTATE = "TRACESTATE"
 OPTION = "trace"        # the key of a Call's options that holds the call's TraceContext
 
-_HEADER = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$")
+_HEADER = r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$"
 _MAX_STATE = 512        # the W3C limit a vendor may truncate at
 
 
@@ -35,7 +35,7 @@ def parse(traceparent: str | None, tracestate: str | None = None) -> TraceContex
     """The context a traceparent names, or None when it is missing or invalid."""
     if not traceparent:
         return None
-    match = _HEADER.match(traceparent.strip())
+    match = re.match(_HEADER, traceparent.strip())
     if match is None:
         return None
     version, trace_id, span_id, flags, rest = match.groups()

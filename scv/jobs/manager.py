@@ -224,11 +224,11 @@ class Jobs:
             thread.join(max(0.0, deadline - time.monotonic()))
 
 
-JOB_HANDLE = re.compile(r"job-[1-9][0-9]{0,8}")
+JOB_HANDLE = r"job-[1-9][0-9]{0,8}"
 
 
 def check_handle(tool: str, job_id: str) -> None:
-    if not JOB_HANDLE.fullmatch(job_id):
+    if not re.fullmatch(JOB_HANDLE, job_id):
         raise RefusedError(f"{tool} job {job_id!r} is not a job handle; pass one such as job-1 (agent_status lists "
                            "them)")
 

@@ -22,7 +22,7 @@ import msgspec
 
 
 WORKSPACE_PROJECT = "workspace"     # how the workspace's own skills are named: workspace:<name>
-PROJECT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+PROJECT_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 PROJECT_ROOTS = (".agents/skills", ".claude/skills")
 PROJECT_MARKERS = (".git", "AGENTS.md", "CLAUDE.md")
 MAX_ENTRIES = 4096                  # entries of one folder looked at (a root, the workspace)
@@ -97,7 +97,7 @@ def _child_projects(workspace: Path, warn: Warn) -> list[str]:
         if name == WORKSPACE_PROJECT:
             warn(f"project skills of {path} are not mapped: the name {WORKSPACE_PROJECT!r} stands for the workspace "
                  "itself; rename the folder to use them")
-        elif not PROJECT_NAME.fullmatch(name):
+        elif not re.fullmatch(PROJECT_NAME, name):
             warn(f"project skills of {path} are not mapped: a project name is 1 to 64 of A-Z, a-z, 0-9, '.', '_' "
                  "and '-', starting with a letter or digit")
         else:

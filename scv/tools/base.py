@@ -65,12 +65,12 @@ class BackgroundCall(msgspec.Struct, Generic[P], frozen=True):
     release: Callable[[], None] | None = None     # undoes what `background` held when the job cannot start
 
 
-_AT = re.compile(r" - at `\$\.?(?P<at>[^`]*)`$")
+_AT = r" - at `\$\.?(?P<at>[^`]*)`$"
 
 
 def explain_validation(tool: str, exc: Exception) -> str:
     text = str(exc)
-    match = _AT.search(text)
+    match = re.search(_AT, text)
     where = match.group("at") if match else ""
     message = text[: match.start()] if match else text
     unknown = re.match(r"Object contains unknown field `([^`]+)`", message)

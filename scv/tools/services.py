@@ -45,15 +45,16 @@ class Services:
 def open_services(config: Config, home: Path, *, auto_approve: bool = False,
                   queue_report: Callable[[Any], None] | None = None, agents: "AgentSession | None" = None,
                   on_settle: Callable[[], None] | None = None) -> Services:
-    """A session's collaborators: its agents (discovered now) and, unless `agent.max_background`
-    is 0, its job table, whose report turns go to `queue_report` (None: a listing, nothing runs).
-    `agents` replaces the discovered ones (a test's fake backends)."""
+    """A session's collaborators: its agents (discovered now) and, when some agent is offered and
+    `agent.max_background` is not 0, its job table (a job is an agent call), whose report turns go
+    to `queue_report` (None: a listing, nothing runs). `agents` replaces the discovered ones (a
+    test's fake backends)."""
     from scv.agents.session import open_agent_session
-    from scv.jobs.manager import Jobs
     agents = agents if agents is not None else open_agent_session(config, home)
     settings = config.agent
     jobs = None
-    if settings.max_background > 0:
+    if settings.max_background > 0 and agents.offered:
+        from scv.jobs.manager import Jobs
         jobs = Jobs(settings.max_background, config.tools.approval_policy, auto_approve,
                     queue_report or (lambda build: None), on_settle=on_settle)
     return Services(agents=agents, jobs=jobs)

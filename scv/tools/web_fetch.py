@@ -6,7 +6,7 @@ import msgspec
 from msgspec import Meta
 
 from scv.core.errors import RefusedError
-from scv.core.web.urls import MAX_URL_CHARS, UrlError, auto_approved, parse_url
+from scv.core.web import MAX_URL_CHARS
 from scv.tools.base import Risk, ToolContext, ToolSpec
 from scv.tools.services import Services
 
@@ -33,6 +33,7 @@ class WebFetchTool(ToolSpec):
     example = {"url": "https://docs.rs/serde/latest/serde/", "offset": 0}
     executor = "workers.web_fetch:execute"
     declared_risk = Risk.NETWORK
+    call_modules = ("scv.core.web.urls", "scv.core.web.addresses")
 
     def __init__(self, services: Services | None = None, loopback_ports: frozenset[int] = frozenset(),
                  ca_bundle: str | None = None):
@@ -44,11 +45,12 @@ class WebFetchTool(ToolSpec):
         self._ca_bundle = ca_bundle
 
     def check(self, args: WebFetchArgs, ctx: ToolContext) -> None:
+        from scv.core.web.urls import UrlError, parse_url
         try:
             url = parse_url(args.url)
         except UrlError as err:
             raise RefusedError(f"web_fetch refused the URL: {err}") from None
-        from scv.core.web.addresses import AddressPolicy, refused_literal     # its tables: on the first URL
+        from scv.core.web.addresses import AddressPolicy, refused_literal
         policy = AddressPolicy(allow_private=ctx.config.web.allow_private_addresses,
                                loopback_ports=self._loopback_ports)
         refused = refused_literal(url, policy)
@@ -56,6 +58,7 @@ class WebFetchTool(ToolSpec):
             raise RefusedError(f"web_fetch refused the URL: {refused}")
 
     def _auto_approved(self, args: WebFetchArgs, ctx: ToolContext) -> bool:
+        from scv.core.web.urls import auto_approved, parse_url
         return auto_approved(parse_url(args.url), ctx.config.web.auto_approve_domains)
 
     def risk(self, args: WebFetchArgs, ctx: ToolContext) -> Risk:
@@ -64,6 +67,7 @@ class WebFetchTool(ToolSpec):
     def summary(self, args: WebFetchArgs, ctx: ToolContext) -> str:
         # The full URL: it can carry data to whoever runs the host.
         page = f" from character {args.offset}" if args.offset else ""
+        from scv.core.web.urls import parse_url
         host = parse_url(args.url).host
         # An internationalised name is shown as connected to too: look-alike letters hide in it.
         named = f" (host {host})" if host not in args.url.lower() else ""

@@ -15,7 +15,7 @@ MAX_TITLE_CHARS = 200
 
 # Characters that may continue a URL: a URL counts as linked only where the text does not go
 # on with a longer URL (so https://a.example/page2 does not link https://a.example/page).
-_URL_CONTINUES = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'*+,;=%]")
+_URL_CONTINUES = r"[A-Za-z0-9\-._~:/?#\[\]@!$&'*+,;=%]"
 
 
 def hosted_tools(search: str) -> list[dict[str, str]]:
@@ -27,7 +27,7 @@ def _ends_at(text: str, index: int) -> bool:
     """True when no longer URL goes on at `index` (sentence punctuation before a space counts
     as an end)."""
     following = text[index:index + 1]
-    if not following or not _URL_CONTINUES.match(following):
+    if not following or not re.match(_URL_CONTINUES, following):
         return True
     after = text[index + 1:index + 2]
     return following in ".,;:!?" and (not after or after.isspace())

@@ -9,7 +9,7 @@ import re
 from scv.core.errors import RefusedError
 
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
-_MODEL = re.compile(r"[A-Za-z0-9._:/@\[\]-]{1,128}")
+_MODEL = r"[A-Za-z0-9._:/@\[\]-]{1,128}"
 MAX_PROMPT_BYTES = 1 << 20
 
 
@@ -19,7 +19,7 @@ def blank_to_none(value: str | None) -> str | None:
 
 
 def check_model(model: str, where: str = "agent model") -> None:
-    if not _MODEL.fullmatch(model):
+    if not re.fullmatch(_MODEL, model):
         raise RefusedError(f"{where} {model!r} is not a model name: use 1-128 ASCII letters, digits or ._:/@[]-")
     if model[0] in "-@":
         raise RefusedError(f"{where} {model!r} cannot start with {model[0]!r}; pass the model's name")

@@ -17,8 +17,8 @@ import re
 
 import msgspec
 
+from scv.core.web import MAX_URL_CHARS
 
-MAX_URL_CHARS = 8192
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 _SCHEME = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*):")
