@@ -93,7 +93,7 @@ def test_exec_sends_the_first_request_before_the_heavy_imports(tmp_path, workspa
              # and so do the conversation and job tables (a job is an agent call).
              or name.startswith(("scv.chat", "scv.tools.agent", "scv.tools.chat_", "scv.tools.read_skill",
                                  "scv.jobs", "scv.agents.conversations", "scv.agents.idle_reaper"))
-             # What web_fetch's checks need: loaded once the request is out (ToolSpec.call_modules).
+             # What web_fetch's checks need: loaded by its first call.
              or name in ("scv.core.web.urls", "scv.core.web.addresses")]
     assert heavy == []
     # A regular expression compiled as a module loads costs about 0.1 to 0.25 ms each: the modules

@@ -145,7 +145,7 @@ class EventError(Exception):
 
 NEEDED = frozenset({"turn_id", "id"})       # what no reader can do without
 _BY_NAME = {kind.__struct_config__.tag: kind for kind in SessionEvent.__args__}
-_DECODERS = {kind: msgspec.json.Decoder(kind) for kind in _BY_NAME.values()}
+_DECODERS: dict[type, msgspec.json.Decoder] = {}     # made by read_event when a kind is first read
 _EMPTY = {types.StrType: str, types.BoolType: bool, types.DictType: dict, types.ListType: list}
 
 
@@ -163,7 +163,8 @@ def read_event(method: str, params: bytes | msgspec.Raw) -> SessionEvent | None:
     if kind is None:
         return None
     try:
-        return _DECODERS[kind].decode(params)
+        decoder = _DECODERS.get(kind) or _DECODERS.setdefault(kind, msgspec.json.Decoder(kind))
+        return decoder.decode(params)
     except msgspec.ValidationError:
         pass        # perhaps a field omitted: filled in below where the rule allows it
     except msgspec.DecodeError as err:

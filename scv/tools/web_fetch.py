@@ -33,7 +33,6 @@ class WebFetchTool(ToolSpec):
     example = {"url": "https://docs.rs/serde/latest/serde/", "offset": 0}
     executor = "workers.web_fetch:execute"
     declared_risk = Risk.NETWORK
-    call_modules = ("scv.core.web.urls", "scv.core.web.addresses")
 
     def __init__(self, services: Services | None = None, loopback_ports: frozenset[int] = frozenset(),
                  ca_bundle: str | None = None):
@@ -45,12 +44,12 @@ class WebFetchTool(ToolSpec):
         self._ca_bundle = ca_bundle
 
     def check(self, args: WebFetchArgs, ctx: ToolContext) -> None:
-        from scv.core.web.urls import UrlError, parse_url
+        from scv.core.web.urls import UrlError, parse_url       # the validators: on the first URL
         try:
             url = parse_url(args.url)
         except UrlError as err:
             raise RefusedError(f"web_fetch refused the URL: {err}") from None
-        from scv.core.web.addresses import AddressPolicy, refused_literal
+        from scv.core.web.addresses import AddressPolicy, refused_literal     # its tables: on the first URL
         policy = AddressPolicy(allow_private=ctx.config.web.allow_private_addresses,
                                loopback_ports=self._loopback_ports)
         refused = refused_literal(url, policy)
