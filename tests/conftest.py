@@ -150,8 +150,12 @@ def workspace(tmp_path) -> Path:
     return ws.resolve()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def supervisor():
+    # Forked before the first test, as SCV's commands fork theirs before any thread: a process
+    # keeps the address space its ended threads took (glibc keeps their stacks and malloc arenas,
+    # 64 MiB each), every process forked later inherits it, and a worker's tools.worker_memory_mb
+    # limit counts it. Forked after a test ran threads here, a tight worker could not start one.
     sup = Supervisor(preload=executor_modules())
     yield sup
     sup.close()
