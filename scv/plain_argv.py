@@ -42,7 +42,7 @@ def positive_float(value: str) -> float:
 def file_path(value: str) -> Path:
     """click.Path(path_type=Path) (with or without dir_okay=False): a path that does not exist, or a
     readable regular file; anything click checks further (a folder, an unreadable file) is its."""
-    if not value or value.startswith("-"):
+    if not value or value.startswith("-") or "\x00" in value:     # os.stat refuses a NUL with ValueError
         raise Unread
     try:
         found = os.stat(value)

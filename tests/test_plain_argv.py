@@ -127,6 +127,7 @@ def test_any_line_read_plainly_is_read_alike_by_click(in_files, name):
     @given(_tokens(signature))
     @example(["--timeout", "5.", "go"])
     @example(["--max-cost-usd", ".5", "go"])
+    @example(["--script", "\x00"])          # hypothesis found it: a NUL is no path os.stat takes
     def check(argv):
         values = read(argv, signature)
         if values is not None:
