@@ -19,6 +19,7 @@ from scv.core.traceparent import TraceContext
 
 # The driver waits this long for cancelled tasks (each runner's teardown), then force-cancels.
 CANCEL_WAIT_SECONDS = 12.0
+PULL_SECONDS = 0.5
 LOST_ERRORS = (rx.NodeDiedError, rx.WorkerCrashedError, rx.LocalRayletDiedError, rx.OwnerDiedError)
 
 
@@ -43,6 +44,7 @@ class RayEngine:
         self._trace, self._telemetry = trace, telemetry or None
         self._tick, self._tick_seconds, self._ticked = tick, tick_seconds, 0.0
         self._gens: dict[tuple[str, int], Any] = {}
+        self._unread: dict[tuple[str, int], Any] = {}     # an item's ref whose get timed out, read next time
         self._nodes: dict[tuple[str, int], Node] = {}
         self._names: dict[str, Node] = {}
 
@@ -98,6 +100,7 @@ class RayEngine:
 
     def close(self) -> None:
         self._gens.clear()
+        self._unread.clear()
 
     def events(self, timeout: float) -> Iterable[Event]:
         if self._tick is not None and time.monotonic() - self._ticked >= self._tick_seconds:
@@ -111,24 +114,37 @@ class RayEngine:
         found: list[Event] = []
         while ready:
             ready_ids = {id(g) for g in ready}
+            waiting = False
             for key in keys:
                 gen = self._gens.get(key)
                 if gen is not None and id(gen) in ready_ids:
-                    found.extend(self._pull(key, gen))
+                    pulled = self._pull(key, gen)
+                    waiting = waiting or pulled is None
+                    found.extend(pulled or [])
             live = [self._gens[k] for k in keys if k in self._gens]
-            if not live:
+            if not live or waiting:     # back to the runner: a stop request is acted on between pulls
                 break
             ready, _ = ray.wait(live, num_returns=len(live), timeout=0, fetch_local=True)
             if len(found) > 1000:
                 break
         return found
 
-    def _pull(self, key: tuple[str, int], gen) -> list[Event]:
-        """The next item of one ready generator (ray.wait said it would not block)."""
+    def _pull(self, key: tuple[str, int], gen) -> list[Event] | None:
+        """The next item of one ready generator, or None when it could not be got within
+        PULL_SECONDS after all."""
         task_id, attempt = key
         node = self._nodes.get(key)
         try:
-            message = ray.get(next(gen))
+            ref = self._unread.pop(key, None)
+            if ref is None:
+                ref = next(gen)
+            # Bounded: ray.wait can call a generator ready before its item can be got, and a get
+            # that waits for good blocks this thread's SIGINT handler with it (a stopped batch
+            # whose task produced nothing more stayed until its agents were killed from outside).
+            message = ray.get(ref, timeout=PULL_SECONDS)
+        except rx.GetTimeoutError:
+            self._unread[key] = ref
+            return None
         except StopIteration:
             del self._gens[key]
             return [Finished(task_id, attempt, node, {"status": "failed",
