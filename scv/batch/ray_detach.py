@@ -190,12 +190,19 @@ def _stream_until_done(actor, sink: ResultSink, kept: set[str], display: Display
     written: set[str] = set()
     all_completed = True
     line_cursor = event_cursor = 0
+    asked = None
     while not stopped:
+        if asked is None:
+            asked = actor.events.remote(line_cursor, event_cursor, WAIT_SECONDS)
         try:
-            got = ray.get(actor.events.remote(line_cursor, event_cursor, WAIT_SECONDS))
+            # Bounded, so a stop request is seen at once even while the coordinator is slow to answer.
+            got = ray.get(asked, timeout=WAIT_SECONDS)
+        except ray.exceptions.GetTimeoutError:
+            continue
         except ray.exceptions.RayError as exc:
             raise ClusterError(f"the detached batch's coordinator is gone ({type(exc).__name__}); run the same "
                                "command again: tasks not completed run again") from None
+        asked = None
         line_cursor, event_cursor = got["line_cursor"], got["event_cursor"]
         for event in got["events"]:
             if event.get("id") in kept:

@@ -45,6 +45,7 @@ class RayEngine:
         self._tick, self._tick_seconds, self._ticked = tick, tick_seconds, 0.0
         self._gens: dict[tuple[str, int], Any] = {}
         self._unread: dict[tuple[str, int], Any] = {}     # an item's ref whose get timed out, read next time
+        self._ending: dict[tuple[str, int], Any] = {}     # a task's end, once its stream ended before it
         self._nodes: dict[tuple[str, int], Node] = {}
         self._names: dict[str, Node] = {}
 
@@ -101,6 +102,12 @@ class RayEngine:
     def close(self) -> None:
         self._gens.clear()
         self._unread.clear()
+        self._ending.clear()
+
+    def _forget(self, key: tuple[str, int]) -> None:
+        del self._gens[key]
+        self._unread.pop(key, None)
+        self._ending.pop(key, None)
 
     def events(self, timeout: float) -> Iterable[Event]:
         if self._tick is not None and time.monotonic() - self._ticked >= self._tick_seconds:
@@ -109,19 +116,17 @@ class RayEngine:
         if not self._gens:
             return []
         keys = list(self._gens)
-        gens = [self._gens[k] for k in keys]
-        ready, _ = ray.wait(gens, num_returns=1, timeout=timeout, fetch_local=True)
+        ready, _ = ray.wait([self._waitable(k) for k in keys], num_returns=1, timeout=timeout, fetch_local=True)
         found: list[Event] = []
         while ready:
-            ready_ids = {id(g) for g in ready}
+            ready_ids = {id(w) for w in ready}
             waiting = False
             for key in keys:
-                gen = self._gens.get(key)
-                if gen is not None and id(gen) in ready_ids:
-                    pulled = self._pull(key, gen)
+                if key in self._gens and id(self._waitable(key)) in ready_ids:
+                    pulled = self._pull(key)
                     waiting = waiting or pulled is None
                     found.extend(pulled or [])
-            live = [self._gens[k] for k in keys if k in self._gens]
+            live = [self._waitable(k) for k in keys if k in self._gens]
             if not live or waiting:     # back to the runner: a stop request is acted on between pulls
                 break
             ready, _ = ray.wait(live, num_returns=len(live), timeout=0, fetch_local=True)
@@ -129,36 +134,44 @@ class RayEngine:
                 break
         return found
 
-    def _pull(self, key: tuple[str, int], gen) -> list[Event] | None:
-        """The next item of one ready generator, or None when it could not be got within
-        PULL_SECONDS after all."""
+    def _waitable(self, key: tuple[str, int]):
+        """What ray.wait watches for one task: the item whose get timed out, else the task's end
+        once its stream has ended without it (see _pull), else its generator."""
+        return self._unread.get(key) or self._ending.get(key) or self._gens[key]
+
+    def _pull(self, key: tuple[str, int]) -> list[Event] | None:
+        """The next item of one ready task, or None when it is not there yet after all."""
         task_id, attempt = key
-        node = self._nodes.get(key)
+        gen, node = self._gens[key], self._nodes.get(key)
         try:
             ref = self._unread.pop(key, None)
             if ref is None:
-                ref = next(gen)
-            # Bounded: ray.wait can call a generator ready before its item can be got, and a get
-            # that waits for good blocks this thread's SIGINT handler with it (a stopped batch
-            # whose task produced nothing more stayed until its agents were killed from outside).
+                # Not next(gen): a cancelled task's stream ends at once (ray.wait calls it ready),
+                # and next() then waits, with no timeout, for the task to finish its teardown,
+                # keeping this thread (and the stop steps that force-cancel) from running.
+                ref = gen._next_sync(timeout_s=0)
+                if ref.is_nil():
+                    self._ending[key] = gen.completed()
+                    return None
+            # Bounded: an item ray.wait called ready can still take a while to get.
             message = ray.get(ref, timeout=PULL_SECONDS)
         except rx.GetTimeoutError:
             self._unread[key] = ref
             return None
         except StopIteration:
-            del self._gens[key]
+            self._forget(key)
             return [Finished(task_id, attempt, node, {"status": "failed",
                                                       "error": "the task ended without a result"})]
         except rx.TaskCancelledError:
-            del self._gens[key]
+            self._forget(key)
             return [Finished(task_id, attempt, node, {"status": CANCELLED})]
         except LOST_ERRORS as exc:
-            del self._gens[key]
+            self._forget(key)
             where = f"node {node.label()} (Ray node id {node.id})" if node is not None else "its node"
             return [Finished(task_id, attempt, node, {"status": LOST,
                                                       "error": f"{where} went away: {type(exc).__name__}"})]
         except rx.RayError as exc:
-            del self._gens[key]
+            self._forget(key)
             return [Finished(task_id, attempt, node, {"status": "failed", "error": _first_line(exc)})]
         kind = message.get("type") if isinstance(message, dict) else None
         if kind == "started":
@@ -168,7 +181,7 @@ class RayEngine:
         if kind == "progress":
             return [Progress(task_id, attempt, node, str(message.get("text", "")))]
         if kind == "result":
-            del self._gens[key]
+            self._forget(key)
             value = message.get("result") if isinstance(message.get("result"), dict) else {}
             value.setdefault("status", "failed")
             finished = Finished(task_id, attempt, node, value)
