@@ -63,6 +63,15 @@ def wait_for_cancel(args, ctx):
     return {"cancelled": True}
 
 
+def pid_until_cancelled(args, ctx):
+    """Says its pid, then waits for the call's cancellation and returns."""
+    import select
+    ctx.progress(str(os.getpid()))
+    while not ctx.token.check():
+        select.select(ctx.token.fds(), [], [])
+    return {"pid": os.getpid()}
+
+
 def ask(args, ctx):
     """Relays one approval request and reports the answer."""
     return {"approved": ctx.ask("bash", "process", args.get("summary", "run something"))}

@@ -2,6 +2,7 @@
 
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -166,6 +167,38 @@ def test_no_descriptor_or_process_leaks_across_a_thousand_calls(runner, workspac
     # Only the spare worker (and at most one exiting worker) came and stayed.
     _settle(lambda: len(REAL.descendants(fork_point)) <= processes_before + 1)
     assert len(REAL.descendants(fork_point)) <= processes_before + 1, _described(REAL.descendants(fork_point))
+
+
+def test_a_fork_point_forked_where_sigchld_is_blocked_still_reaps_each_worker_as_it_exits(monkeypatch):
+    from workers import forkpoint
+    monkeypatch.setattr(forkpoint, "REAP_AT_LEAST_EVERY", 3600.0)     # only SIGCHLD's wake-up reaps now
+    # A host that handles signals in one thread of its own blocks them in the others; the fork
+    # point, forked from such a thread, would inherit the mask and never hear a worker exit.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    try:
+        sup = Supervisor(preload=[])
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    cancel, masks = Cancellation(), []
+
+    def once_the_fork_point_waits(line: str) -> None:
+        with open(f"/proc/{line}/status") as fh:
+            masks.extend(field.split()[1] for field in fh if field.startswith("SigBlk:"))
+        # The worker exits only after the fork point is back in its wait: no request's pass reaps it.
+        _settle(lambda: "epoll" in _wchan(sup.fork_point_pid))
+        cancel.cancel()
+    try:
+        result = run(sup, "tests.crashy:pid_until_cancelled", cancel=cancel, on_progress=once_the_fork_point_waits)
+        assert result.ok
+        assert masks == ["0" * 16]          # the worker hears its SIGTERM, and its own children's exits
+        worker = result.value["pid"]
+        _settle(lambda: not is_running(worker))         # it has exited: a zombie until reaped
+        _settle(lambda: worker not in _zombies(sup.fork_point_pid))
+        assert _zombies(sup.fork_point_pid) == [], (_stat_lines(_zombies(sup.fork_point_pid)),
+                                                    _wchan(sup.fork_point_pid))
+    finally:
+        sup.close()
+        cancel.close()
 
 
 def _zombies(pid: int) -> list[int]:
