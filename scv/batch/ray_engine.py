@@ -137,7 +137,10 @@ class RayEngine:
     def _waitable(self, key: tuple[str, int]):
         """What ray.wait watches for one task: the item whose get timed out, else the task's end
         once its stream has ended without it (see _pull), else its generator."""
-        return self._unread.get(key) or self._ending.get(key) or self._gens[key]
+        for kept in (self._unread, self._ending):
+            if key in kept:
+                return kept[key]
+        return self._gens[key]
 
     def _pull(self, key: tuple[str, int]) -> list[Event] | None:
         """The next item of one ready task, or None when it is not there yet after all."""
