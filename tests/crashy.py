@@ -54,21 +54,23 @@ def progress(args, ctx):
     return {"done": True}
 
 
-def wait_for_cancel(args, ctx):
-    """Says it is waiting, then honours the call's cancellation like a well-behaved executor."""
+def _until_cancelled(ctx) -> None:
     import select
-    ctx.progress("waiting")
     while not ctx.token.check():
         select.select(ctx.token.fds(), [], [])
+
+
+def wait_for_cancel(args, ctx):
+    """Says it is waiting, then honours the call's cancellation like a well-behaved executor."""
+    ctx.progress("waiting")
+    _until_cancelled(ctx)
     return {"cancelled": True}
 
 
 def pid_until_cancelled(args, ctx):
     """Says its pid, then waits for the call's cancellation and returns."""
-    import select
     ctx.progress(str(os.getpid()))
-    while not ctx.token.check():
-        select.select(ctx.token.fds(), [], [])
+    _until_cancelled(ctx)
     return {"pid": os.getpid()}
 
 
