@@ -1,6 +1,8 @@
 """The Ray engine against a private one-machine Ray, driven directly in a child process: after a
 task is cancelled, `events()` returns while the task is still tearing down, so the runner's
-stop steps (the force-cancel after the cancel wait) keep running; the task's end still arrives."""
+stop steps (the force-cancel after the cancel wait) keep running; the task's end still arrives.
+The driver starts with SIGINT ignored, as a shell script's `scv batch ... &` does: the task still
+hears Ray's soft cancel (scv/batch/ray_task.py hear_ray_cancel)."""
 
 import importlib.util
 import json
@@ -18,14 +20,17 @@ if importlib.util.find_spec("ray") is None:
     pytest.skip("Ray is not installed here (pip install 'scv[ray]'; .ci/run installs it)", allow_module_level=True)
 
 # A bound on each wait (the task to start, its teardown for its release, its end to arrive), never
-# a measurement: a loaded 2-core machine has taken longer than 45 s for one of them.
+# a measurement.
 DEADLINE = 150
 
 DRIVER = r'''
-import json, os, sys, time
+import json, os, signal, sys, time
+# As `scv batch ... &` in a shell script starts: SIGINT ignored, and so in every Ray process.
+signal.signal(signal.SIGINT, signal.SIG_IGN)
 import ray
 from scv.batch.engine import Finished, Started, Submission
 from scv.batch.ray_engine import RayEngine
+from scv.batch.ray_task import hear_ray_cancel
 from scv.batch.tasks import Task, TaskLine
 
 folder, ray_temp, deadline = sys.argv[1], sys.argv[2], float(sys.argv[3])
@@ -35,6 +40,9 @@ ray.init(num_cpus=1, resources={"scv_agent_fake": 1}, include_dashboard=False, l
 @ray.remote(num_cpus=0, max_retries=0)
 def slow_to_stop(payload, telemetry=None):
     """Like an agent that ignores SIGTERM: once cancelled, it ends only when released."""
+    hear_ray_cancel()
+    with open(os.path.join(folder, "pid"), "w") as fh:
+        fh.write(str(os.getpid()))
     yield {"type": "started", "node_id": ray.get_runtime_context().get_node_id(), "host": "here"}
     try:
         while True:
@@ -61,8 +69,17 @@ open(os.path.join(folder, "release"), "w").close()
 finished, end = [], time.monotonic() + deadline
 while not finished and time.monotonic() < end:
     finished = [e for e in engine.events(0.2) if isinstance(e, Finished)]
+why = {}
+if not finished:        # a cancel the task never heard, or an end the engine missed
+    why["teardown_ended"] = os.path.exists(os.path.join(folder, "ended"))
+    why["end_ready"] = bool(ray.wait([engine._gens[submission.key].completed()], timeout=0)[0])
+    try:
+        with open(os.path.join(folder, "pid")) as fh, open(f"/proc/{fh.read()}/status") as st:
+            why["task_process"] = [l.strip() for l in st if l.startswith(("State", "SigIgn", "SigCgt"))]
+    except OSError as exc:
+        why["task_process"] = repr(exc)
 print(json.dumps({"started": started, "after_cancel": after_cancel, "ended_when_returned": ended_when_returned,
-                  "status": finished[0].status if finished else None}))
+                  "status": finished[0].status if finished else None, "why": why}))
 ray.shutdown()
 '''
 
@@ -83,4 +100,4 @@ def test_events_return_while_a_cancelled_task_still_tears_down_and_its_end_arriv
     # Before the fix, the pull waited in next() for the teardown, which ends only once released.
     assert found["ended_when_returned"] is False
     assert found["after_cancel"] == []
-    assert found["status"] == "cancelled"
+    assert found["status"] == "cancelled", json.dumps(found["why"])

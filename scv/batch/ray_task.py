@@ -136,9 +136,22 @@ class _RunOneProcess:
             self.proc.wait()
 
 
+def hear_ray_cancel() -> None:
+    """Lets Ray's soft cancel reach this task. Ray raises it as KeyboardInterrupt through Python's
+    SIGINT handler, which a worker never gets when SIGINT was ignored where Ray started (a shell
+    script's `scv batch ... &` ignores SIGINT and SIGQUIT): the cancel then did nothing, and only
+    the force-cancel, without the runner's own teardown, ended the task."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        try:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        except ValueError:      # not the main thread: Ray runs a plain task there, so not a plain task
+            pass
+
+
 @ray.remote(num_cpus=0, max_retries=0)
 def run_task(payload: bytes, telemetry: dict[str, str] | None = None):
     """`telemetry`: the driver's OTEL_* variables when it traces (scv/telemetry/settings.py)."""
+    hear_ray_cancel()
     host = socket.gethostname()
     yield {"type": "started", "node_id": ray.get_runtime_context().get_node_id(), "host": host}
     telemetry = telemetry or {}
