@@ -164,6 +164,10 @@ def test_the_watchdog_stops_what_it_was_told_about_once_its_input_ends(tmp_path)
         for leftover in (ray_like, bystander, watchdog):
             if leftover.poll() is None:
                 leftover.kill()
+        try:
+            os.killpg(ray_like.pid, signal.SIGKILL)       # its own `sleep`, which the watchdog was not told of
+        except ProcessLookupError:
+            pass
         shutil.rmtree(folder, ignore_errors=True)
 
 
