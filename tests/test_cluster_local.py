@@ -3,6 +3,7 @@ processes: the token file's checks, addresses, the driver's task checks, a node'
 stopped by pid (its runners first), the private Ray's watchdog, and Ray imported only on the Ray
 paths (`--engine ray` without Ray says to install scv[ray])."""
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -164,10 +165,8 @@ def test_the_watchdog_stops_what_it_was_told_about_once_its_input_ends(tmp_path)
         for leftover in (ray_like, bystander, watchdog):
             if leftover.poll() is None:
                 leftover.kill()
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(ray_like.pid, signal.SIGKILL)       # its own `sleep`, which the watchdog was not told of
-        except ProcessLookupError:
-            pass
         shutil.rmtree(folder, ignore_errors=True)
 
 

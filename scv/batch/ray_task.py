@@ -9,6 +9,7 @@ in this thread, which a blocking read would hold off until the child exits. Ray 
 "stop"; SCV's own teardown stops the tree (the runner's SIGTERM handling, then its death
 signal), including `setsid` escapees, which survive both Ray's soft and force cancel."""
 
+import contextlib
 import os
 import selectors
 import signal
@@ -141,11 +142,10 @@ def hear_ray_cancel() -> None:
     SIGINT handler, which a worker never gets when SIGINT was ignored where Ray started (a shell
     script's `scv batch ... &` ignores SIGINT and SIGQUIT): the cancel then did nothing, and only
     the force-cancel, without the runner's own teardown, ended the task."""
+    # Only the main thread may set a handler; Ray runs a plain task there (an actor's thread gets a ValueError).
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-        try:
+        with contextlib.suppress(ValueError):
             signal.signal(signal.SIGINT, signal.default_int_handler)
-        except ValueError:      # not the main thread: Ray runs a plain task there, so not a plain task
-            pass
 
 
 @ray.remote(num_cpus=0, max_retries=0)
